@@ -1,0 +1,1 @@
+"""The built-in tools of hermes-tools, shipped as one ordinary plugin (entry point ``builtin``)."""

@@ -1,0 +1,25 @@
+"""The built-ins plugin: registers every built-in tool and the built-in composite toolsets."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from hermes_core import ToolRegistry, hookimpl
+
+# Each module registers one atomic toolset; importing them is cheap (handlers import heavy things lazily).
+TOOL_MODULES: tuple[str, ...] = (
+)
+
+
+@hookimpl
+def register_tools(registry: ToolRegistry) -> None:
+    for name in TOOL_MODULES:
+        importlib.import_module(f"hermes_builtin.tools.{name}").register(registry)
+
+
+@hookimpl
+def register_toolsets() -> dict[str, dict[str, Any]]:
+    from .toolsets import TOOLSETS
+
+    return TOOLSETS

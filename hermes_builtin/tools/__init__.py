@@ -1,0 +1,1 @@
+"""One module per toolset; each exposes ``register(registry)``. Heavy imports stay inside handlers."""

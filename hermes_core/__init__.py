@@ -1,0 +1,60 @@
+"""hermes-tools: find tools, decide which ones the model may see, and run every call through one pipeline.
+
+The public names live here; everything else in ``hermes_core`` is an implementation detail unless
+its module documents otherwise (``hermes_core.schema``, ``hermes_core.security``, ``hermes_core.testing``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .context import ApprovalDenied, CallContext
+from .decisions import Block, CallOutcome, RequireApproval, Rewrite
+from .errors import ToolError, tool_error, tool_result
+from .hookspecs import hookimpl
+from .registry import (
+    InvalidSchemaError,
+    Provenance,
+    RegistrationError,
+    ToolAlreadyRegistered,
+    ToolEntry,
+    ToolNameConflict,
+    ToolRegistry,
+    registry,
+)
+
+if TYPE_CHECKING:
+    from .system import ToolSystem
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ApprovalDenied",
+    "Block",
+    "CallContext",
+    "CallOutcome",
+    "InvalidSchemaError",
+    "Provenance",
+    "RegistrationError",
+    "RequireApproval",
+    "Rewrite",
+    "ToolAlreadyRegistered",
+    "ToolEntry",
+    "ToolError",
+    "ToolNameConflict",
+    "ToolRegistry",
+    "ToolSystem",
+    "__version__",
+    "hookimpl",
+    "registry",
+    "tool_error",
+    "tool_result",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ToolSystem":
+        from .system import ToolSystem
+
+        return ToolSystem
+    raise AttributeError(f"module 'hermes_core' has no attribute {name!r}")

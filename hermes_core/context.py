@@ -1,0 +1,120 @@
+"""The per-call context a handler receives when it declares a parameter named ``context``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .errors import ToolError
+
+if TYPE_CHECKING:
+    from .system import ToolSystem
+
+__all__ = ["ApprovalDenied", "CallContext", "Guard"]
+
+AskUser = Callable[[str, Sequence[str] | None], str]
+
+
+class ApprovalDenied(ToolError):
+    """A guard refused the call or nobody approved it; the call ends with status ``denied``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, kind="denied", retryable=False)
+
+
+class Guard(Protocol):
+    """The security gate of a tool system (see ``hermes_core.security``)."""
+
+    def guard_command(self, command: str, context: CallContext) -> Any: ...
+
+    def guard_path(self, path: str | Path, op: str, context: CallContext) -> Path: ...
+
+    def request_approval(self, kind: str, subject: str, reason: str, context: CallContext) -> None: ...
+
+
+class CallContext:
+    """Who is calling and how to reach the user; handlers opt in with a ``context`` parameter.
+
+    ``guard_command`` and ``guard_path`` run the security layer and the approval flow: they return when
+    the action may go ahead and raise ``ApprovalDenied`` (a ``ToolError``) when it may not.
+    """
+
+    __slots__ = ("_asker", "_guard", "call_id", "enabled", "session_id", "system", "tool_name", "workspace")
+
+    def __init__(
+        self,
+        *,
+        call_id: str = "",
+        session_id: str = "default",
+        workspace: Path | None = None,
+        tool_name: str = "",
+        system: ToolSystem | None = None,
+        ask_user: AskUser | None = None,
+        guard: Guard | None = None,
+        enabled: frozenset[str] | None = None,
+    ) -> None:
+        self.call_id = call_id
+        self.session_id = session_id
+        self.workspace = workspace if workspace is not None else Path.cwd()
+        self.tool_name = tool_name
+        self.system = system
+        self._asker = ask_user
+        self._guard = guard
+        self.enabled = enabled
+
+    def derive(self, *, call_id: str, tool_name: str) -> CallContext:
+        """A copy for another call of the same session (same workspace, user and guard)."""
+        return CallContext(
+            call_id=call_id,
+            session_id=self.session_id,
+            workspace=self.workspace,
+            tool_name=tool_name,
+            system=self.system,
+            ask_user=self._asker,
+            guard=self._guard,
+            enabled=self.enabled,
+        )
+
+    @property
+    def can_ask_user(self) -> bool:
+        return self._asker is not None
+
+    def ask_user(self, question: str, choices: Sequence[str] | None = None) -> str:
+        """Ask the human a question through the host's callback and return the answer."""
+        if self._asker is None:
+            raise ToolError("no user is available to answer questions in this session", retryable=False)
+        return self._asker(question, choices)
+
+    def guard_command(self, command: str) -> Any:
+        """Classify a shell command; ask for approval when it is dangerous. Returns the verdict."""
+        if self._guard is None:
+            raise ApprovalDenied("no security gate is configured; refusing to run commands")
+        return self._guard.guard_command(command, self)
+
+    def guard_path(self, path: str | Path, op: str) -> Path:
+        """Check a path for ``op`` ("read" or "write"); returns the resolved path when allowed."""
+        if self._guard is None:
+            raise ApprovalDenied("no security gate is configured; refusing file access")
+        return self._guard.guard_path(path, op, self)
+
+    def request_approval(self, subject: str, reason: str, kind: str = "tool") -> None:
+        """Ask the human to approve ``subject`` (bound exactly); raises ``ApprovalDenied`` when refused."""
+        if self._guard is None:
+            raise ApprovalDenied(f"approval needed ({reason}) but nobody can approve it")
+        self._guard.request_approval(kind, subject, reason, self)
+
+    @property
+    def data_dir(self) -> Path:
+        """The data directory of this system (tools keep their state below it)."""
+        if self.system is not None:
+            return self.system.data_dir
+        from . import paths
+
+        return paths.data_dir()
+
+    def plugin_config(self, name: str) -> dict[str, Any]:
+        """The ``[plugins.<name>]`` section of the configuration (secrets resolved)."""
+        if self.system is None:
+            return {}
+        return self.system.plugin_config(name)

@@ -1,0 +1,56 @@
+"""The hook specifications of the ``hermes`` pluggy project. ``hookspecs.md`` documents each one."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from .context import CallContext
+    from .decisions import CallOutcome
+    from .registry import ToolEntry, ToolRegistry
+
+PROJECT = "hermes"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def register_tools(registry: ToolRegistry) -> None:
+    """Register this plugin's tools with ``registry.register(...)``."""
+
+
+@hookspec
+def register_toolsets() -> dict[str, dict[str, Any]] | None:
+    """Return composite toolsets: ``{name: {"tools": [...], "includes": [...], "description": "..."}}``."""
+
+
+@hookspec
+def pre_tool_call(
+    name: str, arguments: dict[str, Any], entry: ToolEntry, context: CallContext
+) -> Any:
+    """Inspect a validated call before it runs.
+
+    Return None to allow, ``Block(reason)`` to refuse, ``Rewrite(arguments)`` to change the arguments or
+    ``RequireApproval(reason)`` to ask a human. Raising blocks the call (fails closed).
+    """
+
+
+@hookspec
+def post_tool_call(
+    name: str, arguments: dict[str, Any], entry: ToolEntry | None, context: CallContext, outcome: CallOutcome
+) -> None:
+    """Observe every finished call (ok, error, blocked or denied). Raising is logged and changes nothing."""
+
+
+@hookspec
+def transform_tool_result(
+    name: str, arguments: dict[str, Any], entry: ToolEntry, context: CallContext, result: str
+) -> str | None:
+    """Return a new result text for a successful call, or None to leave it. Later plugins see earlier rewrites."""
+
+
+@hookspec
+def register_commands(cli: Any) -> None:
+    """Add commands to the ``hermes`` CLI: ``cli`` is its click group."""
