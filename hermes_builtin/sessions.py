@@ -1,0 +1,178 @@
+"""Session recording and full-text search (SQLite FTS5): the public API hosts use to feed ``session_search``.
+
+```python
+from hermes_builtin.sessions import SessionStore
+store = SessionStore(system.data_dir)          # the database lives in <data dir>/session_search/
+store.record("chat-42", "user", "how do I rotate the API keys?")
+hits = store.search("rotate keys", limit=5)     # -> [SearchHit(session_id, role, timestamp, snippet)]
+store.close()
+```
+
+The query language is deliberately small and can never raise an SQLite syntax error: words are matched as
+quoted terms (all must occur), ``"a phrase"`` matches a phrase, ``word*`` a prefix and ``OR`` between two
+terms makes either one enough. Anything else is treated as plain text.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import sqlite3
+
+__all__ = ["QueryError", "SearchHit", "SessionStore", "build_match_query", "fts5_available"]
+
+DB_RELATIVE = Path("session_search") / "sessions.db"
+MAX_MESSAGE_CHARS = 100_000
+_TOKEN = re.compile(r'"([^"]*)"?|(\S+)')
+_WORD = re.compile(r"\w", re.UNICODE)
+_fts5: bool | None = None
+
+
+class QueryError(ValueError):
+    """The search query has nothing searchable in it."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One matching message: its session, role, UNIX time and a snippet with the matches in ``[...]``."""
+
+    session_id: str
+    role: str
+    timestamp: float
+    snippet: str
+
+
+def fts5_available() -> bool:
+    """Whether this Python's SQLite has FTS5 (checked once per process)."""
+    global _fts5
+    if _fts5 is None:
+        import sqlite3
+
+        try:
+            conn = sqlite3.connect(":memory:")
+            try:
+                conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+                _fts5 = True
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            _fts5 = False
+    return _fts5
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', " ") + '"'
+
+
+def build_match_query(query: str) -> str:
+    """Turn free text into a safe FTS5 MATCH expression (see the module docstring); raises ``QueryError``."""
+    parts: list[str] = []
+    pending_or = False
+    for phrase, word in _TOKEN.findall(query):
+        if word == "OR":
+            pending_or = bool(parts)
+            continue
+        if word:
+            prefix = word.endswith("*")
+            text = word.rstrip("*")
+            if not _WORD.search(text):
+                continue
+            term = _quote(text) + ("*" if prefix else "")
+        else:
+            if not _WORD.search(phrase):
+                continue
+            term = _quote(" ".join(phrase.split()))
+        if pending_or:
+            parts[-1] = f"{parts[-1]} OR {term}"
+        else:
+            parts.append(term)
+        pending_or = False
+    if not parts:
+        raise QueryError("the query has no words to search for")
+    return " AND ".join(f"({p})" if " OR " in p else p for p in parts)
+
+
+class SessionStore:
+    """Messages of past sessions in ``<data_dir>/session_search/sessions.db``; safe across threads and processes."""
+
+    def __init__(self, data_dir: str | Path) -> None:
+        self.path = Path(data_dir) / DB_RELATIVE
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            from .tools._state import connect_sqlite, immediate
+
+            conn = connect_sqlite(self.path)
+            with immediate(conn):
+                conn.execute(
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS messages USING fts5("
+                    "content, session_id UNINDEXED, role UNINDEXED, ts UNINDEXED, tokenize='porter unicode61')"
+                )
+            self._conn = conn
+        return self._conn
+
+    def record(self, session_id: str, role: str, content: str, timestamp: float | None = None) -> int:
+        """Store one message (content beyond 100,000 chars is cut) and return its row id."""
+        if not isinstance(session_id, str) or not session_id:
+            raise ValueError("session_id must be a non-empty string")
+        if not isinstance(content, str):
+            raise TypeError("content must be a string")
+        ts = float(time.time() if timestamp is None else timestamp)
+        with self._lock:
+            cur = self._db().execute(
+                "INSERT INTO messages (content, session_id, role, ts) VALUES (?, ?, ?, ?)",
+                (content[:MAX_MESSAGE_CHARS], session_id, str(role), ts),
+            )
+            return int(cur.lastrowid or 0)
+
+    def search(
+        self, query: str, limit: int = 10, *, session_id: str | None = None, role: str | None = None
+    ) -> list[SearchHit]:
+        """The best matches for ``query`` (best first), optionally within one session or role.
+
+        Raises ``QueryError`` when the query has nothing searchable.
+        """
+        match = build_match_query(query)
+        limit = max(1, min(int(limit), 100))
+        sql = (
+            "SELECT session_id, role, ts, snippet(messages, 0, '[', ']', ' … ', 24) FROM messages "
+            "WHERE messages MATCH ?"
+        )
+        params: list[object] = [match]
+        if session_id is not None:
+            sql += " AND session_id = ?"
+            params.append(session_id)
+        if role is not None:
+            sql += " AND role = ?"
+            params.append(role)
+        sql += " ORDER BY rank LIMIT ?"
+        params.append(limit)
+        with self._lock:
+            rows = self._db().execute(sql, params).fetchall()
+        return [SearchHit(str(s), str(r), float(t), str(snip)) for s, r, t, snip in rows]
+
+    def count(self) -> int:
+        """How many messages are stored."""
+        with self._lock:
+            row = self._db().execute("SELECT count(*) FROM messages").fetchone()
+        return int(row[0])
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

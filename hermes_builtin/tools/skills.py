@@ -1,0 +1,379 @@
+"""``skills_list``, ``skill_view``, ``skill_manage``: reusable instructions the model loads when it needs them.
+
+A skill is a folder holding a ``SKILL.md`` whose front matter has ``name`` and ``description``, plus any
+linked files (references, templates, scripts). Skills come from the bundled folder
+(``hermes_builtin/skills``, read-only) and from ``<data dir>/skills`` (managed by the model); a user
+skill overrides a bundled one of the same name. Listing shows only names and descriptions; the body
+is loaded on demand (progressive disclosure).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from hermes_core import CallContext, ToolError, ToolRegistry
+
+from ._state import atomic_write_text, file_lock
+
+TOOLSET = "skills"
+BUNDLED_DIR = Path(__file__).resolve().parent.parent / "skills"
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+MAX_SKILL_MD = 50_000
+MAX_FILE = 100_000
+MAX_FILES = 50
+MAX_DESCRIPTION = 1_024
+MAX_LISTED = 500
+MAX_PATH_PARTS = 4
+
+LIST_SCHEMA: dict[str, Any] = {
+    "name": "skills_list",
+    "description": (
+        "List the available skills (name and one-line description). A skill holds instructions for a kind of "
+        "task; when one fits what you are doing, load it with skill_view before starting."
+    ),
+    "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
+}
+
+VIEW_SCHEMA: dict[str, Any] = {
+    "name": "skill_view",
+    "description": (
+        "Load a skill: its full SKILL.md and the list of its linked files; pass file_path to read one of "
+        "those files (a path relative to the skill folder, as listed)."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 64},
+            "file_path": {"type": "string", "maxLength": 200},
+        },
+        "required": ["name"],
+        "additionalProperties": False,
+    },
+}
+
+MANAGE_SCHEMA: dict[str, Any] = {
+    "name": "skill_manage",
+    "description": (
+        "Create, edit or delete your own skills; save a skill after solving a task you may meet again. "
+        "name: lowercase letters, digits, '-'. create: content is the whole SKILL.md, starting with front "
+        "matter '---\\nname: <name>\\ndescription: <when to use it>\\n---' then the instructions. "
+        "edit: content (whole new SKILL.md) or old_string + new_string (replace one exact occurrence). "
+        "delete: the whole skill. write_file / remove_file: a linked file at file_path (relative, e.g. "
+        "references/api.md). Bundled skills are read-only: create one of the same name to override it."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["create", "edit", "delete", "write_file", "remove_file"]},
+            "name": {"type": "string", "maxLength": 64},
+            "content": {"type": "string", "maxLength": MAX_FILE},
+            "old_string": {"type": "string"},
+            "new_string": {"type": "string"},
+            "file_path": {"type": "string", "maxLength": 200},
+        },
+        "required": ["action", "name"],
+        "additionalProperties": False,
+    },
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Skill:
+    name: str
+    description: str
+    path: Path
+    bundled: bool
+    problem: str | None = None
+
+
+def _user_root(context: CallContext) -> Path:
+    return context.data_dir / TOOLSET
+
+
+def _check_name(name: str) -> str:
+    if not NAME_RE.match(name):
+        raise ToolError(
+            f"invalid skill name {name[:80]!r}: use 1-64 lowercase letters, digits and '-', starting with a letter or digit"
+        )
+    return name
+
+
+def _read_meta(folder: Path, bundled: bool) -> Skill:
+    from ._frontmatter import FrontMatterError, parse_front_matter
+
+    try:
+        text = (folder / "SKILL.md").read_text(encoding="utf-8")[: MAX_SKILL_MD + 1]
+        fields, _ = parse_front_matter(text)
+    except (OSError, UnicodeDecodeError, FrontMatterError) as exc:
+        return Skill(folder.name, "", folder, bundled, f"unreadable SKILL.md: {exc}")
+    return Skill(folder.name, fields.get("description", ""), folder, bundled)
+
+
+def _scan(root: Path, bundled: bool) -> dict[str, Skill]:
+    found: dict[str, Skill] = {}
+    try:
+        children = sorted(root.iterdir())
+    except OSError:
+        return found
+    for child in children:
+        if NAME_RE.match(child.name) and (child / "SKILL.md").is_file():
+            found[child.name] = _read_meta(child, bundled)
+    return found
+
+
+def _all_skills(context: CallContext) -> dict[str, Skill]:
+    skills = _scan(BUNDLED_DIR, True)
+    skills.update(_scan(_user_root(context), False))
+    return dict(sorted(skills.items()))
+
+
+def _find(context: CallContext, name: str) -> Skill:
+    _check_name(name)
+    user = _user_root(context) / name
+    if (user / "SKILL.md").is_file():
+        return _read_meta(user, False)
+    bundled = BUNDLED_DIR / name
+    if (bundled / "SKILL.md").is_file():
+        return _read_meta(bundled, True)
+    raise ToolError(f"no skill named {name!r}; skills_list shows the available ones")
+
+
+def skills_list(*, context: CallContext) -> str:
+    """Names and descriptions of every skill (user skills override bundled ones)."""
+    skills = list(_all_skills(context).values())
+    if not skills:
+        return "No skills available yet. Create one with skill_manage."
+    lines = [f"{len(skills)} skills (load one with skill_view):"]
+    for skill in skills[:MAX_LISTED]:
+        desc = " ".join(skill.description.split())
+        if len(desc) > 200:
+            desc = desc[:200] + "…"
+        tag = " [bundled]" if skill.bundled else ""
+        lines.append(
+            f"- {skill.name}{tag}: {desc}" if not skill.problem else f"- {skill.name}: ({skill.problem})"
+        )
+    if len(skills) > MAX_LISTED:
+        lines.append(f"… and {len(skills) - MAX_LISTED} more not shown")
+    return "\n".join(lines)
+
+
+def _linked_files(folder: Path) -> list[str]:
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for fn in sorted(filenames):
+            rel = (Path(dirpath) / fn).relative_to(folder).as_posix()
+            if rel != "SKILL.md" and not fn.startswith("."):
+                out.append(rel)
+            if len(out) > MAX_FILES * 2:
+                return out
+    return out
+
+
+def _relpath(file_path: str) -> PurePosixPath:
+    """A safe relative path inside a skill folder, or ToolError."""
+    if not file_path or "\x00" in file_path or "\\" in file_path:
+        raise ToolError("file_path must be a non-empty relative path using '/'")
+    rel = PurePosixPath(file_path)
+    if rel.is_absolute() or any(part in ("..", ".", "") for part in rel.parts):
+        raise ToolError(
+            f"file_path {file_path!r} must stay inside the skill folder (no absolute paths or '..')"
+        )
+    if len(rel.parts) > MAX_PATH_PARTS:
+        raise ToolError(f"file_path {file_path!r} is nested too deeply (at most {MAX_PATH_PARTS} parts)")
+    return rel
+
+
+def _inside(folder: Path, rel: PurePosixPath) -> Path:
+    target = folder / rel
+    base = folder.resolve()
+    resolved = target.resolve()
+    if resolved != base and base not in resolved.parents:
+        raise ToolError(f"file_path {rel.as_posix()!r} leads outside the skill folder")
+    return target
+
+
+def skill_view(name: str, file_path: str | None = None, *, context: CallContext) -> str:
+    """The whole SKILL.md with its linked files listed, or one linked file."""
+    skill = _find(context, name)
+    if file_path is None or file_path.strip() in ("", "SKILL.md"):
+        try:
+            text = (skill.path / "SKILL.md").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ToolError(f"cannot read skill {name!r}: {exc}") from None
+        files = _linked_files(skill.path)
+        tail = ""
+        if files:
+            tail = "\n\n---\nLinked files (read with skill_view file_path=...):\n" + "\n".join(
+                f"- {f}" for f in files
+            )
+        return text.rstrip("\n") + tail
+    target = _inside(skill.path, _relpath(file_path.strip()))
+    if not target.is_file():
+        listed = ", ".join(_linked_files(skill.path)[:20]) or "none"
+        raise ToolError(f"skill {name!r} has no file {file_path!r} (files: {listed})")
+    data = target.read_bytes()[: MAX_FILE * 4 + 1]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"{file_path!r} is not a text file") from None
+    if len(text) > MAX_FILE:
+        text = text[:MAX_FILE] + f"\n…(cut at {MAX_FILE} chars)"
+    return text
+
+
+def _validate_skill_md(name: str, content: str) -> None:
+    from ._frontmatter import FrontMatterError, parse_front_matter
+
+    if len(content) > MAX_SKILL_MD:
+        raise ToolError(f"SKILL.md is {len(content)} chars; the limit is {MAX_SKILL_MD}")
+    if "\x00" in content:
+        raise ToolError("SKILL.md must be text (it contains NUL characters)")
+    try:
+        fields, body = parse_front_matter(content)
+    except FrontMatterError as exc:
+        raise ToolError(f"bad SKILL.md front matter: {exc}") from None
+    if fields.get("name") != name:
+        raise ToolError(f"the front matter must say 'name: {name}' (it says {fields.get('name')!r})")
+    desc = fields.get("description", "")
+    if not desc:
+        raise ToolError("the front matter needs a 'description' saying when to use the skill")
+    if len(desc) > MAX_DESCRIPTION:
+        raise ToolError(f"the description has {len(desc)} chars; keep it under {MAX_DESCRIPTION}")
+    if not body.strip():
+        raise ToolError("SKILL.md needs instructions after the front matter")
+
+
+def _check_text(content: str | None, what: str) -> str:
+    if content is None:
+        raise ToolError(f"{what} needs 'content'")
+    if "\x00" in content:
+        raise ToolError("content must be text (it contains NUL characters)")
+    return content
+
+
+def skill_manage(
+    action: str,
+    name: str,
+    content: str | None = None,
+    old_string: str | None = None,
+    new_string: str | None = None,
+    file_path: str | None = None,
+    *,
+    context: CallContext,
+) -> str:
+    """Create, edit or delete a user skill, or write or remove one of its linked files."""
+    _check_name(name)
+    root = _user_root(context)
+    folder = root / name
+    with file_lock(root / ".lock"):
+        exists = (folder / "SKILL.md").is_file()
+        bundled = (BUNDLED_DIR / name / "SKILL.md").is_file()
+        if action == "create":
+            text = _check_text(content, "create")
+            if exists:
+                raise ToolError(f"skill {name!r} already exists; use action edit")
+            _validate_skill_md(name, text)
+            staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
+            try:
+                atomic_write_text(staging / "SKILL.md", text)
+                if folder.exists():  # a leftover folder without SKILL.md
+                    shutil.rmtree(folder)
+                os.replace(staging, folder)
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+            note = " (overrides the bundled skill of that name)" if bundled else ""
+            return f"Created skill {name!r}{note}."
+        if not exists:
+            if bundled:
+                raise ToolError(
+                    f"{name!r} is a bundled skill and read-only; create a skill of the same name to override it"
+                )
+            raise ToolError(f"no user skill named {name!r}")
+        if action == "edit":
+            return _edit(folder, name, content, old_string, new_string)
+        if action == "delete":
+            trash = Path(tempfile.mkdtemp(prefix=f".trash-{name}.", dir=root))
+            os.replace(folder, trash / name)
+            shutil.rmtree(trash, ignore_errors=True)
+            after = " The bundled skill of that name is visible again." if bundled else ""
+            return f"Deleted skill {name!r}.{after}"
+        if action in ("write_file", "remove_file"):
+            if not file_path:
+                raise ToolError(f"{action} needs 'file_path'")
+            rel = _relpath(file_path.strip())
+            if rel.as_posix() == "SKILL.md":
+                raise ToolError("SKILL.md is changed with action edit")
+            target = _inside(folder, rel)
+            if action == "remove_file":
+                if not target.is_file():
+                    raise ToolError(f"skill {name!r} has no file {rel.as_posix()!r}")
+                target.unlink()
+                return f"Removed {rel.as_posix()} from skill {name!r}."
+            text = _check_text(content, "write_file")
+            if len(text) > MAX_FILE:
+                raise ToolError(f"a linked file holds at most {MAX_FILE} chars")
+            if not target.exists() and len(_linked_files(folder)) >= MAX_FILES:
+                raise ToolError(f"skill {name!r} already has {MAX_FILES} files")
+            if target.is_dir():
+                raise ToolError(f"{rel.as_posix()!r} is a folder")
+            atomic_write_text(target, text)
+            return f"Wrote {rel.as_posix()} ({len(text)} chars) in skill {name!r}."
+        raise ToolError(f"unknown action {action!r}; use create, edit, delete, write_file or remove_file")
+
+
+def _edit(folder: Path, name: str, content: str | None, old: str | None, new: str | None) -> str:
+    path = folder / "SKILL.md"
+    if content is not None:
+        if old is not None or new is not None:
+            raise ToolError("give either content or old_string + new_string, not both")
+        text = _check_text(content, "edit")
+    else:
+        if not old or new is None:
+            raise ToolError("edit needs content, or old_string (non-empty) and new_string")
+        current = path.read_text(encoding="utf-8")
+        count = current.count(old)
+        if count != 1:
+            raise ToolError(
+                f"old_string occurs {count} times in SKILL.md; it must occur exactly once (add context)"
+            )
+        text = current.replace(old, new, 1)
+    _validate_skill_md(name, text)
+    atomic_write_text(path, text)
+    return f"Updated skill {name!r} ({len(text)} chars)."
+
+
+def register(registry: ToolRegistry) -> None:
+    registry.register(
+        name="skills_list",
+        toolset=TOOLSET,
+        schema=LIST_SCHEMA,
+        handler=skills_list,
+        emoji="📚",
+        max_result_size_chars=50_000,
+        parallel_safe=True,
+    )
+    registry.register(
+        name="skill_view",
+        toolset=TOOLSET,
+        schema=VIEW_SCHEMA,
+        handler=skill_view,
+        emoji="📖",
+        max_result_size_chars=MAX_FILE + 5_000,
+        parallel_safe=True,
+    )
+    registry.register(
+        name="skill_manage",
+        toolset=TOOLSET,
+        schema=MANAGE_SCHEMA,
+        handler=skill_manage,
+        emoji="🛠",
+        max_result_size_chars=5_000,
+    )
