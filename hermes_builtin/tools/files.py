@@ -1,0 +1,489 @@
+"""The "file" toolset: ``read_file``, ``write_file``, ``patch`` and ``search_files``.
+
+Every path passes the path guard (``context.guard_path``) before it is touched; relative paths are
+relative to the workspace. Writes are atomic (temporary file, fsync, rename), so a failed or concurrent
+write never leaves a half-written file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from hermes_core import CallContext, ToolError, ToolRegistry
+
+__all__ = ["patch", "read_file", "register", "search_files", "write_file"]
+
+DEFAULT_LIMIT = 500
+MAX_LIMIT = 2000
+MAX_LINE_CHARS = 2000
+MAX_PAGE_CHARS = 100_000
+HUGE_FILE_BYTES = 256 * 1024 * 1024
+
+READ_SCHEMA: dict[str, Any] = {
+    "name": "read_file",
+    "description": (
+        "Read a text file as numbered lines (`     12|text`), one page at a time. Use offset/limit to page "
+        "through long files; the footer gives the total line count and the next offset. Binary files are "
+        "described, not dumped. Paths are relative to the workspace."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "File to read."},
+            "offset": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "First line to show, 1-based (default 1).",
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_LIMIT,
+                "description": f"Number of lines (default {DEFAULT_LIMIT}, max {MAX_LIMIT}).",
+            },
+        },
+        "required": ["path"],
+    },
+}
+
+WRITE_SCHEMA: dict[str, Any] = {
+    "name": "write_file",
+    "description": (
+        "Create or overwrite a file with the given content (UTF-8), creating parent directories. The write "
+        "is atomic. To change part of an existing file, use patch instead."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "File to write (relative to the workspace)."},
+            "content": {"type": "string", "description": "The complete new content of the file."},
+        },
+        "required": ["path", "content"],
+    },
+}
+
+PATCH_SCHEMA: dict[str, Any] = {
+    "name": "patch",
+    "description": (
+        "Edit files and get a unified diff back. mode 'replace' (default): replace old_string with new_string "
+        "in `path`; old_string must match exactly once (whitespace/indentation differences are tolerated and "
+        "the replacement re-indented), or set replace_all. mode 'patch': apply `patch`, all files or none:\n"
+        "*** Begin Patch\n*** Update File: a.py\n@@ def f():   (optional anchor line)\n ctx\n-old\n+new\n"
+        "*** Add File: b.txt\n+line\n*** Delete File: c.txt\n*** End Patch"
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "mode": {"type": "string", "enum": ["replace", "patch"], "description": "Default 'replace'."},
+            "path": {"type": "string", "description": "replace: the file to edit."},
+            "old_string": {
+                "type": "string",
+                "description": "replace: the text to find (copy it from the file).",
+            },
+            "new_string": {"type": "string", "description": "replace: the text to put instead."},
+            "replace_all": {
+                "type": "boolean",
+                "description": "replace: change every occurrence (default false).",
+            },
+            "patch": {"type": "string", "description": "patch: the patch text in the format above."},
+        },
+    },
+}
+
+SEARCH_SCHEMA: dict[str, Any] = {
+    "name": "search_files",
+    "description": (
+        "Search the workspace. target 'content' (default): lines matching a regex, as `path:line:text`. "
+        "target 'files': file paths matching a glob (`*.py`, `src/**/test_*.py`; a plain word matches names "
+        "containing it). Honours .gitignore, skips .git and binary files. Results are sorted and paged with "
+        "offset/limit."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "description": "Regex (content) or glob (files)."},
+            "target": {"type": "string", "enum": ["content", "files"], "description": "Default 'content'."},
+            "path": {
+                "type": "string",
+                "description": "Directory or file to search (default: the workspace).",
+            },
+            "file_glob": {
+                "type": "string",
+                "description": "Only search files matching this glob, e.g. '*.py'.",
+            },
+            "case_sensitive": {"type": "boolean", "description": "Default true."},
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 500,
+                "description": "Results per page (default 50).",
+            },
+            "offset": {"type": "integer", "minimum": 0, "description": "Results to skip (default 0)."},
+        },
+        "required": ["pattern"],
+    },
+}
+
+
+def _abs(context: CallContext, path: str) -> Path:
+    if not path or not path.strip():
+        raise ToolError("path is empty")
+    if "\x00" in path:
+        raise ToolError("path contains a NUL byte")
+    raw = Path(os.path.expanduser(path))
+    return raw if raw.is_absolute() else Path(context.workspace) / raw
+
+
+def _shown(context: CallContext, path: Path) -> str:
+    """How a path is shown to the model: relative to the workspace when inside it."""
+    try:
+        return path.relative_to(Path(context.workspace).resolve()).as_posix()
+    except ValueError:
+        try:
+            return path.relative_to(Path(context.workspace)).as_posix()
+        except ValueError:
+            return str(path)
+
+
+def _guarded(context: CallContext, path: str, op: str) -> Path:
+    return Path(context.guard_path(_abs(context, path), op))
+
+
+def _human(size: int) -> str:
+    value = float(size)
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{int(value)} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} bytes"
+
+
+def _missing(path: Path, shown: str) -> ToolError:
+    import difflib
+
+    hint = ""
+    try:
+        siblings = [p.name for p in path.parent.iterdir()] if path.parent.is_dir() else []
+        close = difflib.get_close_matches(path.name, siblings, n=3, cutoff=0.6)
+        if close:
+            hint = " Did you mean: " + ", ".join(close) + "?"
+    except OSError:
+        pass
+    return ToolError(f"file not found: {shown}.{hint}")
+
+
+def read_file(path: str, offset: int = 1, limit: int = DEFAULT_LIMIT, *, context: CallContext) -> str:
+    """A numbered page of a text file (see ``READ_SCHEMA``)."""
+    from ._fsio import detect
+
+    target = _guarded(context, path, "read")
+    shown = _shown(context, target)
+    if not target.exists():
+        raise _missing(target, shown)
+    if target.is_dir():
+        raise ToolError(f"{shown} is a directory; use search_files with target 'files' to list it")
+    if not target.is_file():
+        raise ToolError(f"{shown} is not a regular file")
+    offset = max(1, int(offset))
+    limit = max(1, min(int(limit), MAX_LIMIT))
+    size = target.stat().st_size
+    if size == 0:
+        return f"({shown} is empty)"
+    try:
+        found = detect(target)
+    except OSError as exc:
+        raise ToolError(f"cannot read {shown}: {exc.strerror or exc}") from None
+    if found.encoding is None:
+        return f"{shown} is a binary file ({found.kind}, {_human(size)}); it cannot be shown as text."
+    page: list[str] = []
+    chars = 0
+    total = 0
+    stopped_early = False
+    with open(target, encoding=found.encoding, errors="replace", newline=None) as fh:
+        for total, line in enumerate(fh, 1):
+            if offset <= total < offset + limit and not stopped_early:
+                text = line.rstrip("\n")
+                if len(text) > MAX_LINE_CHARS:
+                    text = text[:MAX_LINE_CHARS] + f" ...[line truncated, {len(text)} characters]"
+                entry = f"{total:6d}|{text}"
+                if chars + len(entry) > MAX_PAGE_CHARS and page:
+                    stopped_early = True
+                else:
+                    page.append(entry)
+                    chars += len(entry) + 1
+            elif total >= offset + limit and size > HUGE_FILE_BYTES:
+                total = -1
+                break
+    if total != -1 and offset > total:
+        raise ToolError(f"offset {offset} is past the end of {shown} ({total} lines)")
+    last = offset + len(page) - 1
+    footer = f"[{shown}: lines {offset}-{last}"
+    footer += f" of {total}" if total != -1 else f"; file is {_human(size)}, total lines not counted"
+    if total == -1 or last < total:
+        footer += f"; next page: offset={last + 1}"
+    footer += "]"
+    notes = [footer]
+    if found.note:
+        notes.append(f"[{found.note}]")
+    return "\n".join(page + notes)
+
+
+def write_file(path: str, content: str, *, context: CallContext) -> str:
+    """Write ``content`` to ``path`` atomically (see ``WRITE_SCHEMA``)."""
+    from ._fsio import atomic_write
+
+    target = _guarded(context, path, "write")
+    shown = _shown(context, target)
+    if target.is_dir():
+        raise ToolError(f"{shown} is a directory; give a file path")
+    data = content.encode("utf-8")
+    try:
+        existed = atomic_write(target, data)
+    except IsADirectoryError:
+        raise ToolError(f"{shown} is a directory; give a file path") from None
+    except OSError as exc:
+        raise ToolError(
+            f"could not write {shown}: {exc.strerror or exc}; the file was left unchanged"
+        ) from None
+    lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+    verb = "replaced" if existed else "created"
+    return f"{verb} {shown}: {len(data)} bytes, {lines} lines"
+
+
+def _load_text(target: Path, shown: str) -> tuple[str, str]:
+    """The text of a file to patch and its encoding."""
+    from ._fsio import read_text
+
+    if not target.exists():
+        raise ToolError(f"file not found: {shown}")
+    if not target.is_file():
+        raise ToolError(f"{shown} is not a regular file")
+    try:
+        text, found = read_text(target)
+    except ValueError as exc:
+        raise ToolError(f"{shown} is a {exc}; patch edits text files only") from None
+    encoding = found.encoding or "utf-8"
+    return text, "utf-8" if encoding == "latin-1" else encoding
+
+
+def _encode(text: str, encoding: str) -> bytes:
+    if encoding in ("utf-16", "utf-32", "utf-8-sig"):
+        return text.encode(encoding)
+    return text.encode("utf-8")
+
+
+def _replace(context: CallContext, path: str | None, old: str | None, new: str | None, every: bool) -> str:
+    from ._fsio import atomic_write
+    from ._patching import PatchError, replace_text, unified_diff
+
+    if not path:
+        raise ToolError("mode 'replace' needs path, old_string and new_string")
+    if old is None or new is None:
+        raise ToolError("mode 'replace' needs old_string and new_string")
+    target = _guarded(context, path, "write")
+    shown = _shown(context, target)
+    text, encoding = _load_text(target, shown)
+    try:
+        result = replace_text(text, old, new, every)
+    except PatchError as exc:
+        raise ToolError(f"{shown}: {exc}") from None
+    try:
+        atomic_write(target, _encode(result.text, encoding))
+    except OSError as exc:
+        raise ToolError(
+            f"could not write {shown}: {exc.strerror or exc}; the file was left unchanged"
+        ) from None
+    how = "" if result.strategy == "exact" else f", {result.strategy} match"
+    plural = "s" if result.count != 1 else ""
+    head = f"patched {shown}: {result.count} replacement{plural} at line {result.first_line}{how}"
+    return head + "\n" + unified_diff(shown, text, result.text)
+
+
+def _apply_patch(context: CallContext, patch_text: str | None) -> str:
+    from ._fsio import atomic_write
+    from ._patching import PatchError, apply_hunks, parse_patch, unified_diff
+
+    if not patch_text or not patch_text.strip():
+        raise ToolError("mode 'patch' needs the `patch` text")
+    try:
+        ops = parse_patch(patch_text)
+    except PatchError as exc:
+        raise ToolError(str(exc)) from None
+    plan: list[
+        tuple[str, Path, str, bytes | None, str, str]
+    ] = []  # kind, path, shown, old bytes, before, after
+    seen: set[Path] = set()
+    for op in ops:
+        target = _guarded(context, op.path, "write")
+        shown = _shown(context, target)
+        if target in seen:
+            raise ToolError(f"{shown} appears more than once in the patch; merge its sections")
+        seen.add(target)
+        if op.kind == "add":
+            if target.exists():
+                raise ToolError(f"cannot add {shown}: it already exists (use '*** Update File')")
+            after = "\n".join(op.content) + ("\n" if op.content else "")
+            plan.append(("add", target, shown, None, "", after))
+            continue
+        text, encoding = _load_text(target, shown)
+        old_bytes = target.read_bytes()
+        if op.kind == "delete":
+            plan.append(("delete", target, shown, old_bytes, text, ""))
+            continue
+        try:
+            after = apply_hunks(text, op.hunks, shown)
+        except PatchError as exc:
+            raise ToolError(f"{exc}. Nothing was changed.") from None
+        plan.append(("update:" + encoding, target, shown, old_bytes, text, after))
+    done: list[tuple[str, Path, bytes | None]] = []
+    try:
+        for kind, target, _shown_path, prior, _before, after in plan:
+            if kind == "delete":
+                target.unlink()
+            else:
+                encoding = kind.partition(":")[2] or "utf-8"
+                atomic_write(target, _encode(after, encoding))
+            done.append((kind, target, prior))
+    except OSError as exc:
+        _roll_back(done)
+        raise ToolError(f"could not write {target}: {exc.strerror or exc}; every file was restored") from None
+    parts = [f"applied patch: {len(plan)} file{'s' if len(plan) != 1 else ''}"]
+    for kind, _target, shown, _old, before, after in plan:
+        parts.append(unified_diff(shown, before, after, created=kind == "add", deleted=kind == "delete"))
+    return "\n".join(parts)
+
+
+def _roll_back(done: list[tuple[str, Path, bytes | None]]) -> None:
+    from ._fsio import atomic_write
+
+    for kind, target, old_bytes in reversed(done):
+        try:
+            if kind == "add":
+                target.unlink(missing_ok=True)
+            elif old_bytes is not None:
+                atomic_write(target, old_bytes)
+        except OSError:
+            continue
+
+
+def patch(
+    mode: str = "replace",
+    path: str | None = None,
+    old_string: str | None = None,
+    new_string: str | None = None,
+    replace_all: bool = False,
+    patch: str | None = None,
+    *,
+    context: CallContext,
+) -> str:
+    """Edit files by find-and-replace or with a multi-file patch (see ``PATCH_SCHEMA``)."""
+    if mode == "patch":
+        return _apply_patch(context, patch)
+    if mode != "replace":
+        raise ToolError(f"unknown mode {mode!r}; use 'replace' or 'patch'")
+    if patch and not path and old_string is None:
+        return _apply_patch(context, patch)
+    return _replace(context, path, old_string, new_string, replace_all)
+
+
+def search_files(
+    pattern: str,
+    target: str = "content",
+    path: str = ".",
+    file_glob: str | None = None,
+    case_sensitive: bool = True,
+    limit: int = 50,
+    offset: int = 0,
+    *,
+    context: CallContext,
+) -> str:
+    """Search file contents or names (see ``SEARCH_SCHEMA``)."""
+    from ._search import MAX_COLLECT, SearchError, find_content, find_files
+
+    if not pattern:
+        raise ToolError("pattern is empty")
+    root = _guarded(context, path or ".", "read")
+    shown_root = _shown(context, root)
+    if not root.exists():
+        raise _missing(root, shown_root)
+    limit = max(1, min(int(limit), 500))
+    offset = max(0, int(offset))
+    engine = str((_config(context)).get("search_engine", "auto"))
+    try:
+        if target == "files":
+            found, _ = find_files(
+                str(root), pattern, case_sensitive=case_sensitive, file_glob=file_glob, engine=engine
+            )
+        elif target == "content":
+            found, _ = find_content(
+                str(root), pattern, case_sensitive=case_sensitive, file_glob=file_glob, engine=engine
+            )
+        else:
+            raise ToolError(f"unknown target {target!r}; use 'content' or 'files'")
+    except SearchError as exc:
+        raise ToolError(str(exc)) from None
+    total = len(found)
+    what = "files" if target == "files" else "matches"
+    if not total:
+        return f"no {what} for {pattern!r} in {shown_root}"
+    if offset >= total:
+        raise ToolError(f"offset {offset} is past the last result ({total} {what})")
+    page = found[offset : offset + limit]
+    if target == "files":
+        lines = [_shown(context, Path(m.path)) for m in page]
+    else:
+        lines = [f"{_shown(context, Path(m.path))}:{m.line}:{m.text}" for m in page]
+    count = f"{total}+" if total >= MAX_COLLECT else str(total)
+    footer = f"[{what} {offset + 1}-{offset + len(page)} of {count}"
+    if offset + len(page) < total:
+        footer += f"; next page: offset={offset + len(page)}"
+    footer += "]"
+    return "\n".join([*lines, footer])
+
+
+def _config(context: CallContext) -> dict[str, Any]:
+    try:
+        cfg = context.plugin_config("file")
+    except Exception:
+        return {}
+    return cfg if isinstance(cfg, dict) else {}
+
+
+def register(registry: ToolRegistry) -> None:
+    """Register the file tools (toolset "file")."""
+    registry.register(
+        name="read_file",
+        toolset="file",
+        schema=READ_SCHEMA,
+        handler=read_file,
+        emoji="📖",
+        max_result_size_chars=MAX_PAGE_CHARS + 20_000,
+        parallel_safe=True,
+    )
+    registry.register(
+        name="write_file",
+        toolset="file",
+        schema=WRITE_SCHEMA,
+        handler=write_file,
+        emoji="✍️",
+        max_result_size_chars=4000,
+    )
+    registry.register(
+        name="patch",
+        toolset="file",
+        schema=PATCH_SCHEMA,
+        handler=patch,
+        emoji="🩹",
+        max_result_size_chars=50_000,
+    )
+    registry.register(
+        name="search_files",
+        toolset="file",
+        schema=SEARCH_SCHEMA,
+        handler=search_files,
+        emoji="🔎",
+        max_result_size_chars=60_000,
+        parallel_safe=True,
+    )

@@ -1,0 +1,351 @@
+"""The "terminal" toolset: ``terminal`` runs shell commands, ``process`` manages background ones.
+
+Commands pass the command guard (and approval when dangerous); files they redirect output into pass the
+path guard for writing. Each command runs with bash in its own process group, with secret-looking
+environment variables removed, its output capped (head and tail kept) and a timeout that kills the group.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hermes_core import CallContext, ToolError, ToolRegistry
+
+if TYPE_CHECKING:
+    from ._procs import BackgroundProcess, ProcessTable
+
+__all__ = ["close_processes", "register", "write_targets"]
+
+DEFAULT_TIMEOUT = 180
+MAX_TIMEOUT = 3600
+DEFAULT_OUTPUT_CHARS = 40_000
+_WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
+_HARMLESS_TARGETS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/")
+
+TERMINAL_SCHEMA: dict[str, Any] = {
+    "name": "terminal",
+    "description": (
+        "Run a shell command with bash and return its combined stdout/stderr and exit code. Runs in the "
+        "workspace unless `cwd` is given; stdin is closed, so use non-interactive flags (-y, --no-pager). "
+        "Output is capped (head and tail kept). Foreground commands are killed with their children at "
+        "`timeout`. For servers or long jobs set background=true: you get a process id to use with the "
+        "`process` tool. Prefer read_file/search_files/patch over cat/grep/sed for files."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The bash command line to run."},
+            "cwd": {"type": "string", "description": "Working directory (default: the workspace)."},
+            "timeout": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_TIMEOUT,
+                "description": f"Seconds before the command is killed (default {DEFAULT_TIMEOUT}).",
+            },
+            "background": {
+                "type": "boolean",
+                "description": "Start it in the background and return a process id at once (default false).",
+            },
+            "env": {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "description": "Extra environment variables for this command.",
+            },
+        },
+        "required": ["command"],
+    },
+}
+
+PROCESS_SCHEMA: dict[str, Any] = {
+    "name": "process",
+    "description": (
+        "Manage background processes started by `terminal` with background=true. Actions: list (all, with "
+        "status), poll (status and the last output lines), log (output lines; offset is 1-based, omit it for "
+        "the last `limit` lines), wait (block until exit or `timeout` seconds), kill (terminate it and its "
+        "children)."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["list", "poll", "log", "wait", "kill"]},
+            "process_id": {"type": "string", "description": "The id returned by terminal (all but list)."},
+            "offset": {"type": "integer", "minimum": 1, "description": "log: first line to show (1-based)."},
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 2000,
+                "description": "log/poll: number of lines (default 200 for log, 20 for poll).",
+            },
+            "timeout": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": MAX_TIMEOUT,
+                "description": "wait: seconds to wait (default 60).",
+            },
+        },
+        "required": ["action"],
+    },
+}
+
+
+def _check() -> bool:
+    return shutil.which("bash") is not None
+
+
+def _settings(context: CallContext) -> dict[str, Any]:
+    try:
+        cfg = context.plugin_config("terminal")
+    except Exception:
+        cfg = {}
+    return cfg if isinstance(cfg, dict) else {}
+
+
+def _default_memory_mb() -> int:
+    try:
+        phys = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (1024 * 1024)
+    except (ValueError, OSError):
+        return 8192
+    return int(max(512, min(8192, phys // 2)))
+
+
+def _is_harmless(target: str) -> bool:
+    return any(target == h or (h.endswith("/") and target.startswith(h)) for h in _HARMLESS_TARGETS)
+
+
+def _walk_bashlex(node: Any, out: list[str]) -> None:
+    kind = getattr(node, "kind", None)
+    if kind == "redirect" and getattr(node, "type", None) in _WRITE_REDIRECTS:
+        target: Any = getattr(node, "output", None)
+        if getattr(target, "kind", None) == "word":
+            out.append(target.word)
+    if kind == "command":
+        words = [p for p in node.parts if getattr(p, "kind", None) == "word"]
+        if words and os.path.basename(words[0].word) == "tee":
+            out.extend(w.word for w in words[1:] if not w.word.startswith("-"))
+    for attr in ("parts", "list", "command", "output"):
+        child = getattr(node, attr, None)
+        if isinstance(child, list):
+            for item in child:
+                _walk_bashlex(item, out)
+        elif child is not None and hasattr(child, "kind") and attr != "output":
+            _walk_bashlex(child, out)
+
+
+def _shlex_targets(command: str) -> list[str]:
+    import shlex
+
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        return []
+    out: list[str] = []
+    at_start = True
+    tee = False
+    for i, tok in enumerate(tokens):
+        if tok in {"|", "||", "&&", ";", "&", "(", ")"}:
+            at_start, tee = True, False
+            continue
+        if tok in _WRITE_REDIRECTS or tok.endswith(("&>", "&>>")):
+            if i + 1 < len(tokens) and not tokens[i + 1].startswith("&"):
+                out.append(tokens[i + 1])
+            continue
+        if at_start:
+            tee = os.path.basename(tok) == "tee"
+            at_start = False
+        elif tee and not tok.startswith("-"):
+            out.append(tok)
+    return out
+
+
+def write_targets(command: str) -> list[str]:
+    """Best-effort list of the files a command line writes through ``>``, ``>>``, ``&>`` or ``tee``."""
+    try:
+        import bashlex
+
+        found: list[str] = []
+        for tree in bashlex.parse(command):
+            _walk_bashlex(tree, found)
+    except Exception:
+        found = _shlex_targets(command)
+    seen: list[str] = []
+    for target in found:
+        if target and not target.isdigit() and not _is_harmless(target) and target not in seen:
+            seen.append(target)
+    return seen
+
+
+def _resolve_cwd(context: CallContext, cwd: str | None) -> Path:
+    if not cwd:
+        return Path(context.workspace)
+    raw = Path(os.path.expanduser(cwd))
+    if not raw.is_absolute():
+        raw = Path(context.workspace) / raw
+    path = Path(context.guard_path(raw, "read"))
+    if not path.is_dir():
+        raise ToolError(f"cwd {cwd!r} is not an existing directory")
+    return path
+
+
+def _table(context: CallContext) -> ProcessTable:
+    from ._procs import table_for
+
+    return table_for(context.system, Path(context.data_dir) / "processes")
+
+
+def terminal(
+    command: str,
+    cwd: str | None = None,
+    timeout: int | None = None,
+    background: bool = False,
+    env: dict[str, str] | None = None,
+    *,
+    context: CallContext,
+) -> str:
+    """Run ``command`` (see ``TERMINAL_SCHEMA``)."""
+    from ._procs import run_foreground, scrub_env, shell_argv
+
+    if not command.strip():
+        raise ToolError("command is empty")
+    if "\x00" in command:
+        raise ToolError("command contains a NUL byte")
+    context.guard_command(command)
+    workdir = _resolve_cwd(context, cwd)
+    for target in write_targets(command):
+        expanded = Path(os.path.expanduser(os.path.expandvars(target)))
+        context.guard_path(expanded if expanded.is_absolute() else workdir / expanded, "write")
+    settings = _settings(context)
+    child_env = scrub_env(os.environ, env)
+    argv = shell_argv(
+        command,
+        max_memory_mb=settings.get("max_memory_mb", _default_memory_mb()),
+        max_processes=settings.get("max_processes"),
+    )
+    if background:
+        bg = _table(context).start(argv, command=command, cwd=workdir, env=child_env)
+        return (
+            f"started in the background: process_id={bg.id} (pid {bg.proc.pid}). "
+            f'Use process with action "poll", "log", "wait" or "kill" and this process_id.'
+        )
+    limit = int(settings.get("max_output_chars", DEFAULT_OUTPUT_CHARS))
+    seconds = timeout if timeout is not None else int(settings.get("timeout", DEFAULT_TIMEOUT))
+    result = run_foreground(argv, cwd=workdir, env=child_env, timeout=seconds, max_output_bytes=limit)
+    lines = [result.output.rstrip("\n")] if result.output.strip() else ["(no output)"]
+    if result.timed_out:
+        lines.append(
+            f"[timed out after {seconds}s: the command and its children were killed (SIGTERM, then SIGKILL). "
+            "Use background=true for long-running commands.]"
+        )
+    else:
+        lines.append(f"[exit code {result.exit_code}; {result.duration:.2f}s]")
+    if result.leftovers_killed:
+        lines.append(
+            "[background children left by the command were killed; use background=true to keep them]"
+        )
+    if result.omitted_bytes:
+        lines.append(f"[output capped: {result.omitted_bytes} bytes omitted from the middle]")
+    return "\n".join(lines)
+
+
+def _require(table: ProcessTable, process_id: str | None) -> BackgroundProcess:
+    if not process_id:
+        raise ToolError("process_id is required for this action; use action 'list' to see them")
+    bg = table.get(process_id)
+    if bg is None:
+        known = ", ".join(p.id for p in table.all()) or "none"
+        raise ToolError(f"no background process {process_id!r} (known: {known})")
+    return bg
+
+
+def _lines(bg: BackgroundProcess) -> list[str]:
+    from ._procs import strip_ansi
+
+    text = strip_ansi(bg.spool.read().decode("utf-8", "replace"))
+    return text.splitlines()
+
+
+def _format_log(bg: BackgroundProcess, offset: int | None, limit: int) -> str:
+    lines = _lines(bg)
+    total = len(lines)
+    if offset is None:
+        start = max(0, total - limit)
+    else:
+        start = offset - 1
+        if start > total:
+            raise ToolError(f"offset {offset} is past the end of the output ({total} lines)")
+    page = [
+        line if len(line) <= 2000 else line[:2000] + " ...[line truncated]"
+        for line in lines[start : start + limit]
+    ]
+    head = f"[{bg.id} {bg.status()['status']}; output lines {start + 1}-{start + len(page)} of {total}"
+    if bg.spool.discarded:
+        head += f"; {bg.spool.discarded} older bytes were discarded"
+    head += "]"
+    if start + len(page) < total:
+        head += f" next page: offset={start + len(page) + 1}"
+    return "\n".join([head, *page])
+
+
+def process(
+    action: str,
+    process_id: str | None = None,
+    offset: int | None = None,
+    limit: int | None = None,
+    timeout: int | None = None,
+    *,
+    context: CallContext,
+) -> str:
+    """List, poll, read, wait for or kill background processes (see ``PROCESS_SCHEMA``)."""
+    import json
+
+    table = _table(context)
+    if action == "list":
+        procs = [bg.status() for bg in table.all()]
+        return json.dumps(procs, ensure_ascii=False) if procs else "no background processes"
+    bg = _require(table, process_id)
+    if action == "poll":
+        return json.dumps(bg.status()) + "\n" + _format_log(bg, None, limit or 20)
+    if action == "log":
+        return _format_log(bg, offset, limit or 200)
+    if action == "wait":
+        seconds = 60 if timeout is None else timeout
+        done = bg.wait(float(seconds))
+        note = "" if done else f"still running after {seconds}s\n"
+        return note + json.dumps(bg.status()) + "\n" + _format_log(bg, None, limit or 50)
+    if action == "kill":
+        what = bg.kill()
+        return json.dumps({**bg.status(), "kill": what})
+    raise ToolError(f"unknown action {action!r}; use list, poll, log, wait or kill")
+
+
+def close_processes(system: Any = None) -> None:
+    """Kill the process groups of every background process started through ``system``."""
+    from ._procs import close_processes as _close
+
+    _close(system)
+
+
+def register(registry: ToolRegistry) -> None:
+    """Register ``terminal`` and ``process`` (toolset "terminal")."""
+    registry.register(
+        name="terminal",
+        toolset="terminal",
+        schema=TERMINAL_SCHEMA,
+        handler=terminal,
+        check_fn=_check,
+        emoji="💻",
+        max_result_size_chars=60_000,
+    )
+    registry.register(
+        name="process",
+        toolset="terminal",
+        schema=PROCESS_SCHEMA,
+        handler=process,
+        check_fn=_check,
+        emoji="⚙️",
+        max_result_size_chars=60_000,
+    )
