@@ -6,6 +6,7 @@ its module documents otherwise (``hermes_core.schema``, ``hermes_core.security``
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from .context import ApprovalDenied, CallContext
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
     from .system import ToolSystem
 
 __version__ = "0.1.0"
+
+# A library logs; the host application decides where the records go.
+logging.getLogger("hermes").addHandler(logging.NullHandler())
 
 __all__ = [
     "ApprovalDenied",

@@ -1,0 +1,271 @@
+"""The configuration file: one TOML document, validated strictly, with line numbers in every error.
+
+```toml
+[toolsets]
+enabled = ["hermes-cli"]          # default: every tool ("all")
+disabled = ["homeassistant"]
+[toolsets.custom.research]        # composite toolsets of your own
+tools = ["read_file"]
+includes = ["web"]
+[tools]
+disabled = ["execute_code"]
+check_ttl = 5.0                   # seconds a check_fn verdict is reused
+[limits]
+max_result_chars = 100000
+timeout = 120.0
+[limits.tools.terminal]           # per-tool overrides
+timeout = 600
+[plugins]
+blocked = ["hermes-weather"]
+[plugins.ratelimit]               # each plugin's own section, read with CallContext.plugin_config()
+redis_url = { env = "RATELIMIT_REDIS_URL" }   # secrets may point at an env var or a file
+[approvals]                       # see hermes_core.security: policy and the "always" allowlist
+[mcp.servers.files]
+command = "mcp-server-files"
+args = ["--root", "."]
+```
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Config", "ConfigError", "load_config", "resolve_secret"]
+
+
+class ConfigError(ValueError):
+    """The configuration file is broken; the message names the file, line and key."""
+
+
+_NUM = (int, float)
+_LIST_OF_STR = "list[str]"
+
+# expected shape: a dict is a table with known keys; "*" lets any key through with the given shape.
+_SHAPE: dict[str, Any] = {
+    "toolsets": {
+        "enabled": _LIST_OF_STR,
+        "disabled": _LIST_OF_STR,
+        "custom": {"*": {"tools": _LIST_OF_STR, "includes": _LIST_OF_STR, "description": str}},
+    },
+    "tools": {"disabled": _LIST_OF_STR, "check_ttl": _NUM, "check_timeout": _NUM},
+    "limits": {
+        "max_result_chars": int,
+        "timeout": _NUM,
+        "max_argument_chars": int,
+        "tools": {"*": {"max_result_chars": int, "timeout": _NUM}},
+    },
+    "plugins": {"blocked": _LIST_OF_STR, "load": _LIST_OF_STR, "strict": bool, "*": dict},
+    "approvals": dict,
+    "mcp": {
+        "servers": {
+            "*": {
+                "command": str,
+                "args": _LIST_OF_STR,
+                "env": dict,
+                "cwd": str,
+                "url": str,
+                "headers": dict,
+                "enabled": bool,
+                "timeout": _NUM,
+            }
+        }
+    },
+    "session": {"workspace": str},
+}
+
+
+def _type_name(shape: Any) -> str:
+    if shape == _LIST_OF_STR:
+        return "a list of strings"
+    if shape is _NUM:
+        return "a number"
+    if isinstance(shape, dict) or shape is dict:
+        return "a table"
+    return {str: "a string", int: "an integer", bool: "true or false"}.get(shape, str(shape))
+
+
+def _line_of(text: str, dotted: list[str]) -> int | None:
+    """Best-effort line number of a key (its last part) or of a table header naming the dotted path."""
+    last = re.escape(dotted[-1])
+    header = re.compile(r"^\s*\[\[?\s*" + r"\s*\.\s*".join(re.escape(p) for p in dotted) + r"\s*\]")
+    key = re.compile(r"^\s*(?:\"?" + last + r"\"?)\s*=")
+    for number, line in enumerate(text.splitlines(), 1):
+        if header.match(line) or key.match(line):
+            return number
+    return None
+
+
+def _matches(value: Any, shape: Any) -> bool:
+    if shape == _LIST_OF_STR:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if shape is _NUM:
+        return isinstance(value, _NUM) and not isinstance(value, bool)
+    if shape is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if shape is dict or isinstance(shape, dict):
+        return isinstance(value, dict)
+    return isinstance(value, shape)
+
+
+def _validate(data: Mapping[str, Any], shape: Mapping[str, Any], path: list[str], text: str, where: str) -> None:
+    for key, value in data.items():
+        sub = shape.get(key, shape.get("*"))
+        dotted = [*path, key]
+        line = _line_of(text, dotted)
+        loc = f"{where}{f':{line}' if line else ''}: key '{'.'.join(dotted)}'"
+        if sub is None:
+            known = ", ".join(k for k in shape if k != "*")
+            raise ConfigError(f"{loc} is not a known setting (known here: {known})")
+        if not _matches(value, sub):
+            raise ConfigError(f"{loc} must be {_type_name(sub)}, got {type(value).__name__}")
+        if isinstance(sub, dict):
+            _validate(value, sub, dotted, text, where)
+
+
+@dataclass(slots=True)
+class Config:
+    """A validated configuration; ``data`` is the parsed TOML, the properties read it with defaults."""
+
+    data: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+    def _get(self, *keys: str, default: Any = None) -> Any:
+        node: Any = self.data
+        for key in keys:
+            if not isinstance(node, dict) or key not in node:
+                return default
+            node = node[key]
+        return node
+
+    @property
+    def enabled_toolsets(self) -> list[str] | None:
+        value = self._get("toolsets", "enabled")
+        return list(value) if value is not None else None
+
+    @property
+    def disabled_toolsets(self) -> list[str]:
+        return list(self._get("toolsets", "disabled", default=[]))
+
+    @property
+    def disabled_tools(self) -> list[str]:
+        return list(self._get("tools", "disabled", default=[]))
+
+    @property
+    def custom_toolsets(self) -> dict[str, dict[str, Any]]:
+        return dict(self._get("toolsets", "custom", default={}))
+
+    @property
+    def check_ttl(self) -> float:
+        return float(self._get("tools", "check_ttl", default=5.0))
+
+    @property
+    def check_timeout(self) -> float:
+        return float(self._get("tools", "check_timeout", default=2.0))
+
+    @property
+    def blocked_plugins(self) -> list[str]:
+        return list(self._get("plugins", "blocked", default=[]))
+
+    @property
+    def load_plugins(self) -> list[str] | None:
+        value = self._get("plugins", "load")
+        return list(value) if value is not None else None
+
+    @property
+    def strict_plugins(self) -> bool:
+        return bool(self._get("plugins", "strict", default=False))
+
+    @property
+    def max_result_chars(self) -> int:
+        return int(self._get("limits", "max_result_chars", default=100_000))
+
+    @property
+    def timeout(self) -> float:
+        return float(self._get("limits", "timeout", default=120.0))
+
+    @property
+    def max_argument_chars(self) -> int:
+        return int(self._get("limits", "max_argument_chars", default=1_000_000))
+
+    def tool_limits(self, name: str) -> dict[str, Any]:
+        return dict(self._get("limits", "tools", name, default={}))
+
+    @property
+    def approvals(self) -> dict[str, Any]:
+        return dict(self._get("approvals", default={}))
+
+    @property
+    def mcp_servers(self) -> dict[str, dict[str, Any]]:
+        return dict(self._get("mcp", "servers", default={}))
+
+    @property
+    def workspace(self) -> str | None:
+        value = self._get("session", "workspace")
+        return str(value) if value is not None else None
+
+    def plugin_section(self, name: str) -> dict[str, Any]:
+        """The ``[plugins.<name>]`` table with ``{env = ...}``/``{file = ...}`` values resolved."""
+        section = self._get("plugins", name, default={})
+        if not isinstance(section, dict):
+            return {}
+        return {k: resolve_secret(v) for k, v in section.items()}
+
+
+def resolve_secret(value: Any) -> Any:
+    """Turn ``{env = "NAME"}`` into that variable's value and ``{file = "path"}`` into the file's text."""
+    if isinstance(value, dict):
+        if set(value) == {"env"} and isinstance(value["env"], str):
+            return os.environ.get(value["env"])
+        if set(value) == {"file"} and isinstance(value["file"], str):
+            try:
+                return Path(value["file"]).expanduser().read_text("utf-8").strip()
+            except OSError:
+                return None
+        return {k: resolve_secret(v) for k, v in value.items()}
+    return value
+
+
+def parse_config(text: str, where: str = "<config>") -> Config:
+    """Parse and validate TOML text; raises ``ConfigError`` naming the line and key."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{where}: invalid TOML: {err}") from None
+    _validate(data, _SHAPE, [], text, where)
+    return Config(data=data)
+
+
+def load_config(source: str | os.PathLike[str] | Mapping[str, Any] | Config | None = None) -> Config:
+    """Load the configuration: a path, a dict (validated the same way), a Config, or None for the default file.
+
+    A missing default file means defaults; a missing named file, bad TOML, an unknown key or a wrong type
+    raises ``ConfigError``. It never falls back to defaults silently.
+    """
+    if isinstance(source, Config):
+        return source
+    if isinstance(source, Mapping):
+        _validate(source, _SHAPE, [], "", "<config dict>")
+        return Config(data=dict(source))
+    if source is None:
+        from .paths import config_file
+
+        path = config_file()
+        if not path.exists():
+            return Config(path=path)
+    else:
+        path = Path(source).expanduser()
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: configuration file not found") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read configuration: {err}") from None
+    config = parse_config(text, str(path))
+    config.path = path
+    return config

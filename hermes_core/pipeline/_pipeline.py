@@ -1,0 +1,518 @@
+"""The call pipeline: name -> parse/coerce/validate -> pre hooks -> approval -> dispatch -> transform
+-> sanitize -> limit -> post hooks. Every outcome is a ``CallOutcome`` whose ``result`` is what the model sees.
+
+``run`` never raises: a malformed call, a blocking hook, a denial, a timeout or a crashing handler all
+end as a result string the model can act on. Post hooks run last so that they observe the final,
+redacted outcome (no secret ever reaches an observer plugin) with the duration of the whole call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import difflib
+import inspect
+import json
+import logging
+import os
+import sys
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..context import ApprovalDenied, CallContext
+from ..decisions import Block, CallOutcome, RequireApproval, Rewrite, Status
+from ..errors import ToolError
+from ..registry import ToolEntry
+from ._bridge import LoopBridge
+from ._results import limit_result, neutralise_markup
+from ._watchdog import HandlerTimeout, Watchdog
+
+if TYPE_CHECKING:
+    from ..system import Names, ToolSystem
+
+__all__ = ["Pipeline"]
+
+log = logging.getLogger("hermes.pipeline")
+
+_ALL_ARGS = ("name", "arguments", "entry", "context", "outcome", "result")
+
+
+class _Runtime:
+    """What the pipeline compiles once per tool: argument processor, context opt-in, limits."""
+
+    __slots__ = ("limit", "process", "registry_generation", "timeout", "wants_context")
+
+    def __init__(self, entry: ToolEntry, pipeline: Pipeline) -> None:
+        from ..schema import compile_arguments
+
+        cfg = pipeline.system.config
+        self.process = compile_arguments(entry.parameters, max_length=cfg.max_argument_chars)
+        self.wants_context = _accepts(entry.handler, "context")
+        overrides = cfg.tool_limits(entry.name)
+        self.limit: int = int(overrides.get("max_result_chars") or entry.max_result_size_chars or cfg.max_result_chars)
+        timeout = overrides.get("timeout", entry.timeout if entry.timeout is not None else cfg.timeout)
+        self.timeout: float | None = float(timeout) if timeout else None
+        self.registry_generation = pipeline.config_stamp
+
+
+def _accepts(fn: Callable[..., Any], param: str) -> bool:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return False
+    return param in sig.parameters
+
+
+class _Impl:
+    """A hook implementation ready to call directly with only the arguments it declares."""
+
+    __slots__ = ("argnames", "function", "plugin_name")
+
+    def __init__(self, function: Callable[..., Any], argnames: Sequence[str], plugin_name: str) -> None:
+        self.function = function
+        self.argnames = tuple(argnames)
+        self.plugin_name = plugin_name
+
+    def __call__(self, kwargs: Mapping[str, Any]) -> Any:
+        return self.function(*[kwargs[a] for a in self.argnames])
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def _error_text(message: str, **extra: Any) -> str:
+    return json.dumps({"error": message, **extra}, ensure_ascii=False)
+
+
+class Pipeline:
+    """Runs tool calls for one ``ToolSystem``."""
+
+    def __init__(self, system: ToolSystem) -> None:
+        self.system = system
+        self.bridge = LoopBridge()
+        self.watchdog = Watchdog()
+        self.closers: list[Callable[[], Any]] = []
+        self._pre: tuple[_Impl, ...] = ()
+        self._post: tuple[_Impl, ...] = ()
+        self._transform: tuple[_Impl, ...] = ()
+        self._threads: cf.ThreadPoolExecutor | None = None
+        self._redact: Callable[[str], str] | None = None
+        self._guard: Any = None
+        self.trace = os.environ.get("HERMES_TRACE_PLUGINS", "") not in ("", "0")
+        self.config_stamp = 0
+
+    # -- setup -------------------------------------------------------------------------------------------
+
+    def refresh_hooks(self) -> None:
+        """Re-read the hook implementations (after plugins are added or removed)."""
+        host = self.system.host
+        hook = host.pm.hook
+
+        def impls(caller: Any) -> tuple[_Impl, ...]:
+            # pluggy calls implementations from the end of this list (tryfirst last, trylast first)
+            return tuple(
+                _Impl(i.function, i.argnames, host.pm.get_name(i.plugin) or "?")
+                for i in reversed(caller.get_hookimpls())
+            )
+
+        self._pre = impls(hook.pre_tool_call)
+        self._post = impls(hook.post_tool_call)
+        self._transform = impls(hook.transform_tool_result)
+
+    @property
+    def guard(self) -> Any:
+        if self._guard is None:
+            from ._guard import SecurityGuard
+
+            self._guard = SecurityGuard(self.system)
+        return self._guard
+
+    def redact(self, text: str) -> str:
+        redact = self._redact
+        if redact is None:
+            from ..security import redact as redact_fn
+
+            redact = self._redact = redact_fn
+        return redact(text)
+
+    def _runtime(self, entry: ToolEntry) -> _Runtime:
+        rt = entry._runtime
+        if rt is None or rt.registry_generation != self.config_stamp:
+            rt = entry._runtime = _Runtime(entry, self)
+        return rt
+
+    def _trace(self, hook: str, impl: _Impl, kwargs: Mapping[str, Any], result: Any) -> None:
+        args = {a: kwargs[a] for a in impl.argnames if a != "entry"}
+        print(f"[hermes trace] {hook} {impl.plugin_name} args={args!r} -> {result!r}", file=sys.stderr)
+
+    # -- the stages --------------------------------------------------------------------------------------
+
+    def _refuse_name(self, name: str, available: frozenset[str]) -> str:
+        entry = self.system.registry.get(name) if isinstance(name, str) else None
+        close = difflib.get_close_matches(str(name), sorted(available), n=3, cutoff=0.5)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        if entry is None:
+            return f"Unknown tool {str(name)[:100]!r}.{hint}"
+        hidden = self.system._selection(None, None, None).hidden.get(name)
+        if hidden:
+            return f"Tool {name!r} is not available right now ({hidden}).{hint}"
+        return f"Tool {name!r} is not enabled for this conversation.{hint}"
+
+    def _pre_hooks(
+        self, name: str, args: dict[str, Any], entry: ToolEntry, ctx: CallContext, rt: _Runtime
+    ) -> tuple[dict[str, Any], CallOutcome | None, list[RequireApproval]]:
+        approvals: list[RequireApproval] = []
+        kwargs = {"name": name, "arguments": args, "entry": entry, "context": ctx}
+        for impl in self._pre:
+            try:
+                decision = impl(kwargs)
+            except Exception:
+                error_id = _new_id()
+                log.exception("pre_tool_call hook of plugin %r failed (error id %s); blocking", impl.plugin_name, error_id)
+                return args, self._fail(
+                    name, "blocked", "hook_error",
+                    f"Blocked: a policy check ({impl.plugin_name}) failed; the call was not run (error id {error_id}).",
+                    error_id=error_id,
+                ), approvals
+            if self.trace:
+                self._trace("pre_tool_call", impl, kwargs, decision)
+            if decision is None:
+                continue
+            if isinstance(decision, Block):
+                return args, self._fail(name, "blocked", "blocked", f"Blocked by {impl.plugin_name}: {decision.reason}"), approvals
+            if isinstance(decision, Rewrite):
+                from ..schema import ToolArgumentError
+
+                try:
+                    args = rt.process(decision.arguments)
+                except ToolArgumentError as err:
+                    log.error("plugin %r rewrote the arguments of %r into invalid ones: %s", impl.plugin_name, name, err)
+                    return args, self._fail(
+                        name, "blocked", "hook_error",
+                        f"Blocked: a policy plugin ({impl.plugin_name}) produced invalid arguments; the call was not run.",
+                    ), approvals
+                kwargs["arguments"] = args
+                continue
+            if isinstance(decision, RequireApproval):
+                approvals.append(decision)
+                continue
+            log.error("pre_tool_call hook of plugin %r returned %r; blocking (fail closed)", impl.plugin_name, decision)
+            return args, self._fail(
+                name, "blocked", "hook_error", f"Blocked: a policy check ({impl.plugin_name}) gave an invalid answer."
+            ), approvals
+        return args, None, approvals
+
+    def _approve(self, name: str, args: dict[str, Any], ctx: CallContext, asks: list[RequireApproval]) -> CallOutcome | None:
+        reason = "; ".join(a.reason for a in asks)
+        subject = next((a.subject for a in asks if a.subject), None)
+        if subject is None:
+            subject = f"{name} {json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)}"
+        try:
+            self.guard.request_approval("tool", subject, reason, ctx)
+        except ApprovalDenied as err:
+            return self._fail(name, "denied", "approval", f"Denied: {err.message}")
+        return None
+
+    def _fail(self, name: str, status: Status, kind: str, message: str, error_id: str | None = None) -> CallOutcome:
+        extra = {"error_id": error_id} if error_id else {}
+        return CallOutcome(name=name, status=status, result=_error_text(message, **extra), error_kind=kind, error_id=error_id)
+
+    def _handler_failed(self, name: str, err: BaseException, rt: _Runtime | None) -> CallOutcome:
+        if isinstance(err, ApprovalDenied):
+            return self._fail(name, "denied", "approval", f"Denied: {err.message}")
+        if isinstance(err, ToolError):
+            return self._fail(name, "error", err.kind, err.message)
+        if isinstance(err, (HandlerTimeout, TimeoutError)):
+            seconds = rt.timeout if rt is not None else None
+            return self._fail(
+                name, "error", "timeout",
+                f"The tool {name!r} timed out after {seconds:g} s and was stopped." if seconds else f"The tool {name!r} timed out.",
+            )
+        error_id = _new_id()
+        log.error("tool %r raised %s (error id %s)", name, type(err).__name__, error_id, exc_info=err)
+        return self._fail(
+            name, "error", "exception",
+            f"The tool {name!r} failed with an internal error (error id {error_id}); the details are in the log.",
+            error_id=error_id,
+        )
+
+    def _finish(
+        self,
+        outcome: CallOutcome,
+        entry: ToolEntry | None,
+        args: dict[str, Any],
+        ctx: CallContext | None,
+        rt: _Runtime | None,
+        started: float,
+        value: Any = None,
+    ) -> CallOutcome:
+        """Transform, sanitize and limit the result, then let post hooks observe the outcome."""
+        name = outcome.name
+        if outcome.status == "ok":
+            text = value if isinstance(value, str) else _render(value)
+            if self._transform and entry is not None:
+                kwargs = {"name": name, "arguments": args, "entry": entry, "context": ctx, "result": text}
+                for impl in self._transform:
+                    try:
+                        new = impl(kwargs)
+                    except Exception:
+                        log.exception("transform_tool_result hook of plugin %r failed; result left as it was", impl.plugin_name)
+                        continue
+                    if self.trace:
+                        self._trace("transform_tool_result", impl, kwargs, new)
+                    if isinstance(new, str):
+                        text = kwargs["result"] = new
+            outcome.result = text
+        text = neutralise_markup(self.redact(outcome.result))
+        limit = rt.limit if rt is not None else self.system.config.max_result_chars
+        if len(text) > limit:
+            text, saved = limit_result(text, limit, self.system.data_dir / "results", outcome.call_id, name)
+            outcome.truncated = True
+            outcome.full_output_path = str(saved) if saved is not None else None
+        outcome.result = text
+        outcome.duration_ms = (time.perf_counter() - started) * 1000
+        if self._post:
+            if ctx is None:
+                ctx = self.system.new_context(call_id=outcome.call_id, tool_name=name)
+            kwargs = {"name": name, "arguments": args, "entry": entry, "context": ctx, "outcome": outcome}
+            for impl in self._post:
+                try:
+                    impl(kwargs)
+                except Exception:
+                    log.exception("post_tool_call hook of plugin %r failed (ignored)", impl.plugin_name)
+                if self.trace:
+                    self._trace("post_tool_call", impl, kwargs, None)
+        return outcome
+
+    # -- entry points ------------------------------------------------------------------------------------
+
+    def _prepare(
+        self, name: str, raw: Any, enabled: Names, disabled: Names, session_id: str | None, call_id: str | None
+    ) -> tuple[CallOutcome | None, ToolEntry | None, _Runtime | None, dict[str, Any], CallContext | None, list[RequireApproval]]:
+        """Stages before dispatch. Returns an early outcome, or what dispatch needs."""
+        system = self.system
+        call_id = call_id or _new_id()
+        available = system._selection(enabled, disabled, None).available
+        entry = system.registry.get(name) if isinstance(name, str) else None
+        if entry is None or name not in available:
+            out = self._fail(str(name)[:200], "error", "unknown_tool", self._refuse_name(name, available))
+            out.call_id = call_id
+            return out, entry, None, {}, None, []
+        from ..schema import ToolArgumentError
+
+        try:
+            rt = self._runtime(entry)
+            args = rt.process(raw)
+        except ToolArgumentError as err:
+            out = self._fail(name, "error", "invalid_arguments", str(err))
+            out.call_id = call_id
+            return out, entry, None, {}, None, []
+        ctx = None
+        if rt.wants_context or self._pre or self._post or self._transform:
+            ctx = CallContext(
+                call_id=call_id,
+                session_id=session_id or system.session_id,
+                workspace=system.workspace,
+                tool_name=name,
+                system=system,
+                ask_user=system.ask_user,
+                guard=self._guard if self._guard is not None else self.guard,
+                enabled=available,
+            )
+        asks: list[RequireApproval] = []
+        if self._pre:
+            assert ctx is not None
+            args, early, asks = self._pre_hooks(name, args, entry, ctx, rt)
+            if early is not None:
+                early.call_id = call_id
+                return early, entry, rt, args, ctx, asks
+        if asks:
+            assert ctx is not None
+            denied = self._approve(name, args, ctx, asks)
+            if denied is not None:
+                denied.call_id = call_id
+                return denied, entry, rt, args, ctx, asks
+        return None, entry, rt, args, ctx, asks
+
+    def run(
+        self,
+        name: str,
+        raw: Any,
+        enabled: Names = None,
+        disabled: Names = None,
+        session_id: str | None = None,
+        call_id: str | None = None,
+    ) -> CallOutcome:
+        """Run one call synchronously. Never raises."""
+        started = time.perf_counter()
+        try:
+            early, entry, rt, args, ctx, _ = self._prepare(name, raw, enabled, disabled, session_id, call_id)
+            if early is not None:
+                return self._finish(early, entry, args, ctx, rt, started)
+            assert entry is not None and rt is not None
+            out = CallOutcome(name=name, status="ok", result="", call_id=(ctx.call_id if ctx else call_id or ""))
+            if rt.wants_context:
+                args = {**args, "context": ctx}
+            try:
+                if entry.is_async:
+                    value = self.bridge.run(entry.handler(**args), rt.timeout)
+                elif rt.timeout is None:
+                    value = entry.handler(**args)
+                else:
+                    token = self.watchdog.arm(rt.timeout)
+                    try:
+                        value = entry.handler(**args)
+                    finally:
+                        if self.watchdog.disarm(token):
+                            raise HandlerTimeout
+            except (Exception, HandlerTimeout) as err:
+                failed = self._handler_failed(name, err, rt)
+                failed.call_id = out.call_id
+                return self._finish(failed, entry, args, ctx, rt, started)
+            return self._finish(out, entry, args, ctx, rt, started, value)
+        except BaseException as err:  # the last line of defence: call() must never raise
+            if isinstance(err, (KeyboardInterrupt, SystemExit)) and not isinstance(err, HandlerTimeout):
+                raise
+            error_id = _new_id()
+            log.exception("internal error in the call pipeline for %r (error id %s)", name, error_id)
+            return self._fail(
+                str(name)[:200], "error", "exception",
+                f"Internal error while running the tool (error id {error_id}).", error_id=error_id,
+            )
+
+    async def arun(
+        self,
+        name: str,
+        raw: Any,
+        enabled: Names = None,
+        disabled: Names = None,
+        session_id: str | None = None,
+        call_id: str | None = None,
+    ) -> CallOutcome:
+        """Run one call without blocking the caller's loop: async handlers on the system's loop, sync ones
+        on a worker thread. Never raises (except cancellation of the awaiting task)."""
+        started = time.perf_counter()
+        try:
+            early, entry, rt, args, ctx, _ = self._prepare(name, raw, enabled, disabled, session_id, call_id)
+            if early is not None:
+                return self._finish(early, entry, args, ctx, rt, started)
+            assert entry is not None and rt is not None
+            out = CallOutcome(name=name, status="ok", result="", call_id=(ctx.call_id if ctx else call_id or ""))
+            if rt.wants_context:
+                args = {**args, "context": ctx}
+            try:
+                if entry.is_async:
+                    if self.bridge.in_loop_thread():
+                        value = await _timed(entry.handler(**args), rt.timeout)
+                    else:
+                        value = await self.bridge.wrap(entry.handler(**args), rt.timeout)
+                else:
+                    loop = asyncio.get_running_loop()
+                    value = await loop.run_in_executor(self._executor(), self._run_sync, entry, args, rt)
+            except (Exception, HandlerTimeout) as err:
+                failed = self._handler_failed(name, err, rt)
+                failed.call_id = out.call_id
+                return self._finish(failed, entry, args, ctx, rt, started)
+            return self._finish(out, entry, args, ctx, rt, started, value)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            error_id = _new_id()
+            log.exception("internal error in the call pipeline for %r (error id %s)", name, error_id)
+            return self._fail(
+                str(name)[:200], "error", "exception",
+                f"Internal error while running the tool (error id {error_id}).", error_id=error_id,
+            )
+
+    def _run_sync(self, entry: ToolEntry, args: dict[str, Any], rt: _Runtime) -> Any:
+        if rt.timeout is None:
+            return entry.handler(**args)
+        token = self.watchdog.arm(rt.timeout)
+        try:
+            return entry.handler(**args)
+        finally:
+            if self.watchdog.disarm(token):
+                raise HandlerTimeout
+
+    def _executor(self) -> cf.ThreadPoolExecutor:
+        if self._threads is None:
+            self._threads = cf.ThreadPoolExecutor(max_workers=16, thread_name_prefix="hermes-call")
+        return self._threads
+
+    # -- one model turn ----------------------------------------------------------------------------------
+
+    def run_many(
+        self, calls: list[Any], enabled: Names, disabled: Names, session_id: str | None
+    ) -> list[CallOutcome]:
+        """Consecutive parallel-safe calls run concurrently; any other call waits for them and runs alone."""
+        parsed = [_split_call(c) for c in calls]
+        results: list[CallOutcome | None] = [None] * len(parsed)
+        batch: list[int] = []
+
+        def flush() -> None:
+            if not batch:
+                return
+            if len(batch) == 1:
+                i = batch[0]
+                results[i] = self.run(*parsed[i][:2], enabled, disabled, session_id, parsed[i][2])
+            else:
+                pool = self._executor()
+                futures = {
+                    i: pool.submit(self.run, parsed[i][0], parsed[i][1], enabled, disabled, session_id, parsed[i][2])
+                    for i in batch
+                }
+                for i, fut in futures.items():
+                    results[i] = fut.result()
+            batch.clear()
+
+        registry = self.system.registry
+        for i, (name, _, _) in enumerate(parsed):
+            entry = registry.get(name) if isinstance(name, str) else None
+            if entry is not None and entry.parallel_safe:
+                batch.append(i)
+                continue
+            flush()
+            results[i] = self.run(parsed[i][0], parsed[i][1], enabled, disabled, session_id, parsed[i][2])
+        flush()
+        return [r for r in results if r is not None]
+
+    def close(self) -> None:
+        for closer in reversed(self.closers):
+            try:
+                closer()
+            except Exception:
+                log.exception("error while closing")
+        self.bridge.close()
+        self.watchdog.stop()
+        if self._threads is not None:
+            self._threads.shutdown(wait=False, cancel_futures=True)
+
+
+def _split_call(call: Any) -> tuple[Any, Any, str | None]:
+    if isinstance(call, Mapping):
+        fn = call.get("function") if isinstance(call.get("function"), Mapping) else call
+        return fn.get("name"), fn.get("arguments"), call.get("id")
+    if isinstance(call, (tuple, list)) and len(call) in (2, 3):
+        return call[0], call[1], call[2] if len(call) == 3 else None
+    return None, None, None
+
+
+def _render(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "replace")
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+async def _timed(coro: Any, timeout: float | None) -> Any:
+    if timeout is None:
+        return await coro
+    async with asyncio.timeout(timeout):
+        return await coro

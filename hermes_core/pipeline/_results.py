@@ -1,0 +1,70 @@
+"""The last stages of a call: neutralise conversation markup, redact secrets, enforce the size limit.
+
+An over-long result becomes a head-and-tail preview with a marker saying how much was cut; the full
+text is kept in a file under ``<data dir>/results/`` whose path the model is told, so it can page
+through it with ``read_file``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["limit_result", "neutralise_markup"]
+
+# Tokens that could make a tool result look like a new turn or a tool call to the model.
+_MARKUP = re.compile(
+    r"<\|[a-z_]{2,30}\|>"  # <|im_start|>, <|eot_id|>, <|start_header_id|> ...
+    r"|</?(?:tool_call|tool_calls|tool_result|function_calls|function_results|invoke|antml:[a-z_]+"
+    r"|system|assistant|user|tool_response)\b[^>]{0,200}>"
+    r"|\[/?(?:INST|SYS)\]",
+    re.IGNORECASE,
+)
+
+
+def _defuse(match: re.Match[str]) -> str:
+    text = match.group(0)
+    return text.replace("<", "\u2039").replace(">", "\u203a").replace("[", "\u27e6").replace("]", "\u27e7")
+
+
+def neutralise_markup(text: str) -> str:
+    """Replace role and tool-call tags with look-alikes a model reads but does not obey."""
+    if "<" not in text and "[" not in text:
+        return text
+    return _MARKUP.sub(_defuse, text)
+
+
+def _save_full(text: str, directory: Path, call_id: str, tool: str) -> Path | None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        safe_tool = re.sub(r"[^A-Za-z0-9_.-]", "_", tool)[:40]
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".partial-")
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as fh:
+            fh.write(text)
+        final = directory / f"{time.strftime('%Y%m%d-%H%M%S')}-{safe_tool}-{call_id or 'call'}.txt"
+        os.replace(tmp, final)
+        return final
+    except OSError:
+        return None
+
+
+def limit_result(text: str, limit: int, directory: Path, call_id: str, tool: str) -> tuple[str, Path | None]:
+    """Return the text itself when within ``limit``, else a preview and the path of the full copy."""
+    if len(text) <= limit:
+        return text, None
+    saved = _save_full(text, directory, call_id, tool)
+    cut = len(text) - limit
+    where = (
+        f"The full output ({len(text)} characters, {text.count(chr(10)) + 1} lines) is saved at {saved}; "
+        "page through it with read_file (offset/limit)."
+        if saved is not None
+        else "The full output could not be saved."
+    )
+    marker = f"\n\n[... {cut} characters cut from the middle of this result. {where} ...]\n\n"
+    budget = max(limit - len(marker), 0)
+    head = text[: budget * 2 // 3]
+    tail = text[len(text) - (budget - len(head)) :] if budget - len(head) > 0 else ""
+    return head + marker + tail, saved

@@ -1,0 +1,77 @@
+"""Timeouts for sync handlers that run inline on the caller's thread.
+
+Running every sync handler on a worker thread would cost tens of microseconds per call; instead the
+call is armed with a deadline and a single watchdog thread raises ``HandlerTimeout`` inside the
+handler's thread when it passes (``PyThreadState_SetAsyncExc``). The exception lands at the handler's
+next Python instruction: code blocked inside one long C call is interrupted when that call returns.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import threading
+import time
+
+__all__ = ["HandlerTimeout", "Watchdog"]
+
+_set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+_set_async_exc.argtypes = (ctypes.c_ulong, ctypes.py_object)
+
+
+class HandlerTimeout(BaseException):
+    """Raised inside a handler whose deadline passed (a BaseException so handlers' ``except Exception`` miss it)."""
+
+
+class Watchdog:
+    """Arms deadlines for threads; one daemon thread fires the ones that pass."""
+
+    def __init__(self, resolution: float = 0.05) -> None:
+        self._armed: dict[int, tuple[float, int]] = {}  # token -> (deadline, thread ident)
+        self._fired: set[int] = set()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._tokens = itertools.count(1)
+        self._thread: threading.Thread | None = None
+        self._resolution = resolution
+        self._stopped = False
+
+    def arm(self, timeout: float) -> int:
+        token = next(self._tokens)
+        self._armed[token] = (time.monotonic() + timeout, threading.get_ident())
+        if self._thread is None:
+            self._start()
+        return token
+
+    def disarm(self, token: int) -> bool:
+        """Disarm; True when the deadline had already fired (any pending exception is cleared)."""
+        if self._armed.pop(token, None) is not None:
+            return False
+        with self._lock:
+            if token in self._fired:
+                self._fired.discard(token)
+                _set_async_exc(threading.get_ident(), None)  # drop it if it has not been raised yet
+                return True
+        return False
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="hermes-watchdog", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopped:
+            self._wake.wait(self._resolution)
+            now = time.monotonic()
+            for token, (deadline, ident) in list(self._armed.items()):
+                if deadline <= now:
+                    with self._lock:
+                        if self._armed.pop(token, None) is None:
+                            continue  # disarmed meanwhile
+                        self._fired.add(token)
+                        _set_async_exc(ident, HandlerTimeout)
+
+    def stop(self) -> None:
+        self._stopped = True
+        self._wake.set()

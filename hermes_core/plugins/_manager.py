@@ -1,0 +1,292 @@
+"""Load plugins from every source into one pluggy manager, recording each plugin's fate.
+
+One broken plugin never takes the others down: its error is recorded on its ``PluginRecord`` (shown by
+``hermes plugins list`` and ``hermes plugins doctor``) and loading goes on, unless ``strict`` is set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import itertools
+import logging
+import sys
+import time
+import types
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pluggy
+
+from .. import hookspecs
+from ..registry import Provenance, ToolRegistry, bound_registry, provenance
+from ._dropin import scan_directory
+from ._entrypoints import EntryPointInfo, discover
+
+__all__ = ["PluginHost", "PluginLoadError", "PluginRecord"]
+
+log = logging.getLogger("hermes.plugins")
+_system_ids = itertools.count(1)
+
+
+class PluginLoadError(RuntimeError):
+    """Raised in strict mode when a plugin fails to load."""
+
+
+@dataclass(slots=True)
+class PluginRecord:
+    """What happened to one plugin: where it came from, whether it loaded, what it provides."""
+
+    name: str
+    source: str  # "entry point", "drop-in", "api"
+    status: str = "loaded"  # loaded | failed | blocked | skipped
+    distribution: str | None = None
+    version: str | None = None
+    module: str | None = None
+    path: str | None = None
+    error: str | None = None
+    stage: str | None = None  # import | register | register_tools | register_toolsets
+    import_ms: float = 0.0
+    hooks: list[str] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "status": self.status,
+            "distribution": self.distribution,
+            "version": self.version,
+            "module": self.module,
+            "path": self.path,
+            "error": self.error,
+            "stage": self.stage,
+            "import_ms": round(self.import_ms, 3),
+            "hooks": list(self.hooks),
+            "tools": list(self.tools),
+            "note": self.note,
+        }
+
+
+def _error_text(err: BaseException) -> str:
+    return f"{type(err).__name__}: {err}"
+
+
+class PluginHost:
+    """A pluggy manager for one tool system, plus the record of every plugin it saw."""
+
+    def __init__(self, registry: ToolRegistry, *, strict: bool = False, blocked: Iterable[str] = ()) -> None:
+        self.registry = registry
+        self.strict = strict
+        self.blocked = frozenset(blocked)
+        self.pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self.pm.add_hookspecs(hookspecs)
+        self.records: dict[str, PluginRecord] = {}
+        self._sid = next(_system_ids)
+
+    # -- bookkeeping -------------------------------------------------------------------------------------
+
+    def _fail(self, record: PluginRecord, stage: str, err: BaseException) -> None:
+        record.status = "failed"
+        record.stage = stage
+        record.error = _error_text(err)
+        log.error("plugin %r failed at %s: %s", record.name, stage, record.error, exc_info=err)
+        if self.strict:
+            raise PluginLoadError(f"plugin {record.name!r} failed at {stage}: {record.error}") from err
+
+    def _record(self, record: PluginRecord) -> PluginRecord:
+        if record.name in self.records and self.records[record.name].status != "blocked":
+            prior = self.records[record.name]
+            record.status = "failed"
+            record.stage = "register"
+            record.error = (
+                f"duplicate plugin name {record.name!r}: already provided by "
+                f"{prior.distribution or prior.path or prior.source}"
+            )
+            log.error("%s", record.error)
+            self.records[f"{record.name}#{len(self.records)}"] = record
+            if self.strict:
+                raise PluginLoadError(record.error)
+            return record
+        self.records[record.name] = record
+        return record
+
+    def _add_to_pm(self, record: PluginRecord, plugin: object) -> bool:
+        try:
+            self.pm.register(plugin, name=record.name)
+        except Exception as err:  # pluggy validation: unknown hook, bad argument names, same object twice
+            self._fail(record, "register", err)
+            return False
+        record.hooks = sorted(
+            {impl.name for impl in self.pm.get_hookcallers(plugin) or []}  # type: ignore[attr-defined]
+        )
+        return True
+
+    # -- sources -----------------------------------------------------------------------------------------
+
+    def load_entry_points(self, cache_file: Path | None, only: frozenset[str] | None = None) -> None:
+        """Import every ``hermes.tools`` entry point (or only those named in ``only``)."""
+        for ep in discover(cache_file):
+            self._load_entry_point(ep, only)
+
+    def _load_entry_point(self, ep: EntryPointInfo, only: frozenset[str] | None) -> None:
+        record = PluginRecord(
+            name=ep.name,
+            source="entry point",
+            distribution=ep.distribution,
+            version=ep.version,
+            module=ep.value,
+        )
+        if ep.name in self.blocked or (ep.distribution and ep.distribution in self.blocked):
+            record.status = "blocked"
+            record.note = "blocked by configuration"
+            self._record(record)
+            return
+        if only is not None and ep.name not in only and ep.distribution not in only:
+            record.status = "blocked"
+            record.note = "not listed in HERMES_LOAD_PLUGINS"
+            self._record(record)
+            return
+        if self._record(record).status == "failed":
+            return
+        start = time.perf_counter()
+        try:
+            obj: Any = importlib.import_module(ep.module)
+            if ep.attr:
+                for part in ep.attr.split("."):
+                    obj = getattr(obj, part)
+        except (Exception, SystemExit) as err:  # a plugin calling sys.exit() at import is broken, not fatal
+            record.import_ms = (time.perf_counter() - start) * 1000
+            self._fail(record, "import", err)
+            return
+        record.import_ms = (time.perf_counter() - start) * 1000
+        self._add_to_pm(record, obj)
+
+    def load_directory(self, directory: Path, cache_dir: Path | None) -> None:
+        """Import the eligible drop-in files of ``directory`` (see ``_dropin``)."""
+        cache_file = None
+        if cache_dir is not None:
+            digest = hashlib.blake2b(str(directory.resolve()).encode(), digest_size=8).hexdigest()
+            cache_file = cache_dir / f"dropin-{digest}.json"
+        for verdict in scan_directory(directory, cache_file):
+            name = f"dropin:{verdict.path.stem}"
+            record = PluginRecord(name=name, source="drop-in", path=str(verdict.path), module=verdict.path.stem)
+            if name in self.blocked or verdict.path.stem in self.blocked:
+                record.status = "blocked"
+                record.note = "blocked by configuration"
+                self._record(record)
+                continue
+            if verdict.error is not None:
+                self._record(record)
+                self._fail(record, "scan", RuntimeError(verdict.error))
+                continue
+            if not verdict.eligible:
+                record.status = "skipped"
+                record.note = verdict.reason
+                self._record(record)
+                continue
+            if self._record(record).status == "failed":
+                continue
+            self._exec_dropin(record, verdict.path)
+
+    def _exec_dropin(self, record: PluginRecord, path: Path) -> None:
+        modname = f"hermes_dropin_{self._sid}.{path.stem}"
+        origin = Provenance(plugin=record.name, source="drop-in")
+        before = self.registry.generation
+        start = time.perf_counter()
+        module: types.ModuleType | None = None
+        try:
+            spec = importlib.util.spec_from_file_location(modname, path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"cannot load {path}")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[modname] = module
+            with bound_registry(self.registry), provenance(origin):
+                spec.loader.exec_module(module)
+        except (Exception, SystemExit) as err:
+            record.import_ms = (time.perf_counter() - start) * 1000
+            sys.modules.pop(modname, None)
+            self._rollback(record.name, before)
+            self._fail(record, "import", err)
+            return
+        record.import_ms = (time.perf_counter() - start) * 1000
+        record.tools = [e.name for e in self.registry.entries() if e.plugin == record.name]
+        marker = f"{hookspecs.PROJECT}_impl"
+        if any(hasattr(value, marker) for value in vars(module).values()):
+            self._add_to_pm(record, module)
+
+    def add_plugin(self, plugin: object, name: str | None = None) -> PluginRecord:
+        """Register an in-process plugin object or module (the ``plugins=`` argument, tests, hosts)."""
+        if isinstance(plugin, str):
+            plugin = importlib.import_module(plugin)
+        label = name or getattr(plugin, "__name__", None) or f"plugin-{id(plugin):x}"
+        record = PluginRecord(name=label, source="api", module=getattr(plugin, "__name__", None))
+        if self._record(record).status != "failed":
+            self._add_to_pm(record, plugin)
+        return record
+
+    # -- hooks run at load time, one plugin at a time ----------------------------------------------------
+
+    def _rollback(self, plugin_name: str, generation_before: int) -> None:
+        if self.registry.generation == generation_before:
+            return
+        for entry in self.registry.entries():
+            if entry.plugin == plugin_name:
+                self.registry.deregister(entry.name)
+
+    def _record_for(self, plugin: object) -> PluginRecord | None:
+        name = self.pm.get_name(plugin)
+        return self.records.get(name) if name else None
+
+    def run_register_tools(self) -> None:
+        """Call every ``register_tools`` impl; a failing plugin's tools are removed and it is unregistered."""
+        for impl in reversed(self.pm.hook.register_tools.get_hookimpls()):
+            record = self._record_for(impl.plugin)
+            if record is None or record.status != "loaded":
+                continue
+            origin = Provenance(record.name, record.distribution, record.version, record.source)
+            before = self.registry.generation
+            try:
+                with bound_registry(self.registry), provenance(origin):
+                    impl.function(**{arg: self.registry for arg in impl.argnames})
+            except Exception as err:
+                self._rollback(record.name, before)
+                self.pm.unregister(impl.plugin)
+                self._fail(record, "register_tools", err)
+                continue
+            record.tools = [e.name for e in self.registry.entries() if e.plugin == record.name]
+
+    def run_register_toolsets(self, define_many: Callable[[dict[str, Any], str], None]) -> None:
+        """Collect composite toolsets from every plugin; ``define_many(specs, plugin)`` validates and stores.
+
+        A bad definition is recorded on the plugin (its tools stay registered); strict mode raises.
+        """
+        for impl in reversed(self.pm.hook.register_toolsets.get_hookimpls()):
+            record = self._record_for(impl.plugin)
+            if record is None or record.status != "loaded":
+                continue
+            try:
+                specs = impl.function()
+                if specs is None:
+                    continue
+                if not isinstance(specs, dict):
+                    raise TypeError(f"register_toolsets must return a dict, got {type(specs).__name__}")
+                define_many(specs, record.name)
+            except Exception as err:
+                record.stage = "register_toolsets"
+                record.error = _error_text(err)
+                log.error("plugin %r: bad toolset definition: %s", record.name, record.error)
+                if self.strict:
+                    raise PluginLoadError(f"plugin {record.name!r}: {record.error}") from err
+
+    def check_pending(self) -> list[str]:
+        """Hook implementations that name no known hook (pluggy's check_pending), as messages."""
+        try:
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as err:
+            return [str(err)]
+        return []

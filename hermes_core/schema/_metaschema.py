@@ -1,0 +1,101 @@
+"""Refuse tool schemas that are not valid JSON Schema, without paying for jsonschema on a warm start.
+
+Verdicts are keyed by a hash of the canonical schema text. Valid hashes are remembered in memory and
+in a small file under the cache dir, so a warm start checks hashes only; jsonschema (about 180 ms to
+import) is loaded the first time an unseen schema arrives. Invalid schemas are never cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..registry import InvalidSchemaError
+
+__all__ = ["SchemaChecker", "schema_problems"]
+
+_known_valid: set[str] = set()  # process-wide: validity depends on the content only
+_lock = threading.Lock()
+
+
+def _key(params: Any) -> str:
+    text = json.dumps(params, sort_keys=True, separators=(",", ":"), default=repr)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def schema_problems(params: Any) -> list[str]:
+    """Check a parameters schema against its metaschema (Draft 2020-12 unless ``$schema`` says otherwise)."""
+    from jsonschema import exceptions, validators
+
+    try:
+        cls = validators.validator_for(params, default=validators.Draft202012Validator)
+        cls.check_schema(params)
+    except exceptions.SchemaError as err:
+        where = "/".join(str(p) for p in err.path) or "(top level)"
+        return [f"{err.message} at {where}"]
+    except Exception as err:  # a $schema that names an unknown dialect, unhashable junk...
+        return [f"{type(err).__name__}: {err}"]
+    return []
+
+
+class SchemaChecker:
+    """The registry's schema checker: metaschema verdicts cached by hash, on disk under ``cache_path``."""
+
+    def __init__(self, cache_path: Path | None = None) -> None:
+        self.cache_path = cache_path
+        self._loaded = cache_path is None
+        self._new = False
+
+    def _load(self) -> None:
+        with _lock:
+            if self._loaded:
+                return
+            self._loaded = True
+            try:
+                assert self.cache_path is not None
+                data = json.loads(self.cache_path.read_text("utf-8"))
+                if isinstance(data, list):
+                    _known_valid.update(h for h in data if isinstance(h, str))
+            except (OSError, ValueError):
+                pass  # no cache yet, or a corrupt one: rescans fill it again
+
+    def __call__(self, name: str, schema: Mapping[str, Any]) -> None:
+        params = schema.get("parameters", {"type": "object", "properties": {}})
+        try:
+            key = _key(params)
+        except (TypeError, ValueError) as err:
+            raise InvalidSchemaError(f"tool {name!r}: schema is not JSON-serialisable ({err})") from None
+        if key in _known_valid:
+            return
+        if not self._loaded:
+            self._load()
+            if key in _known_valid:
+                return
+        problems = schema_problems(params)
+        if problems:
+            raise InvalidSchemaError(f"tool {name!r}: parameters are not valid JSON Schema: {problems[0]}")
+        with _lock:
+            _known_valid.add(key)
+            self._new = True
+
+    def flush(self) -> None:
+        """Write newly learned verdicts to the cache file (atomically); errors only cost a rescan later."""
+        if not self._new or self.cache_path is None:
+            return
+        try:
+            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+            with _lock:
+                data = json.dumps(sorted(_known_valid))
+            fd, tmp = tempfile.mkstemp(dir=self.cache_path.parent, prefix=".verdicts-")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(data)
+            os.replace(tmp, self.cache_path)
+            self._new = False
+        except OSError:
+            pass

@@ -1,0 +1,420 @@
+"""``ToolSystem``: the facade an agent talks to. ``load()``, ``definitions()``, ``call()``, ``acall()``, ``call_many()``."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import paths
+from ._availability import Availability
+from .config import Config, load_config
+from .context import AskUser, CallContext
+from .decisions import CallOutcome
+from .plugins import PluginHost, PluginRecord
+from .registry import Provenance, ToolEntry, ToolRegistry, provenance
+from .schema import SchemaChecker, render
+from .toolsets import ALL, Toolsets
+
+__all__ = ["ToolSystem"]
+
+log = logging.getLogger("hermes")
+
+Names = Sequence[str] | str | None
+ToolCallSpec = tuple[str, Any] | Mapping[str, Any]
+
+
+def _names_key(value: Names) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value)
+
+
+def _env_list(var: str) -> list[str] | None:
+    raw = os.environ.get(var)
+    if raw is None:
+        return None
+    return [p.strip() for p in raw.split(",") if p.strip()]
+
+
+def _env_flag(var: str) -> bool:
+    return os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+@dataclass(slots=True)
+class _Selection:
+    """The resolved tools of one (enabled, disabled, disabled_tools) key: valid for ``stamp`` until ``expires``."""
+
+    stamp: tuple[int, int]
+    expires: float
+    available: frozenset[str]
+    selected: frozenset[str]
+    hidden: dict[str, str]
+    rendered: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+class ToolSystem:
+    """One isolated tool system: its own registry, plugin manager, toolsets, checks and call pipeline."""
+
+    def __init__(
+        self,
+        *,
+        config: Config | None = None,
+        workspace: str | os.PathLike[str] | None = None,
+        approver: Any = None,
+        ask_user: AskUser | None = None,
+        session_id: str = "default",
+        check_schemas: bool = True,
+        strict: bool = False,
+        blocked: Iterable[str] = (),
+    ) -> None:
+        self.config = config if config is not None else Config()
+        self.cache_dir = paths.cache_dir()
+        self.data_dir = paths.data_dir()
+        checker = SchemaChecker(self.cache_dir / "schema-verdicts.json") if check_schemas else None
+        self._schema_checker = checker
+        self.registry = ToolRegistry(schema_checker=checker)
+        self.host = PluginHost(self.registry, strict=strict, blocked=blocked)
+        self.toolsets = Toolsets(self.registry)
+        self.toolset_errors: list[str] = []
+        self.availability = Availability(ttl=self.config.check_ttl, timeout=self.config.check_timeout)
+        ws = workspace if workspace is not None else self.config.workspace
+        self.workspace = Path(ws).expanduser().resolve() if ws is not None else Path.cwd()
+        self.session_id = session_id
+        self.ask_user = ask_user
+        self.approver = approver
+        self._selections: dict[tuple[Any, ...], _Selection] = {}
+        self._default_enabled = tuple(self.config.enabled_toolsets or (ALL,))
+        from .pipeline import Pipeline
+
+        self.pipeline = Pipeline(self)
+        self._closed = False
+
+    # -- construction ------------------------------------------------------------------------------------
+
+    @classmethod
+    def load(
+        cls,
+        plugins_dir: str | os.PathLike[str] | None = None,
+        load_entry_points: bool = True,
+        config: str | os.PathLike[str] | Mapping[str, Any] | Config | None = None,
+        *,
+        plugins: Iterable[object] = (),
+        workspace: str | os.PathLike[str] | None = None,
+        strict: bool | None = None,
+        blocked: Iterable[str] = (),
+        approver: Any = None,
+        ask_user: AskUser | None = None,
+        session_id: str = "default",
+        check_schemas: bool = True,
+        mcp: bool = True,
+    ) -> ToolSystem:
+        """Build a system: read the config, load entry points, drop-ins and ``plugins``, run their hooks.
+
+        ``plugins_dir`` defaults to the drop-in folder (``$HERMES_HOME/plugins``); pass ``False`` to skip it.
+        ``HERMES_LOAD_PLUGINS`` (comma-separated names) limits which entry points load, ``HERMES_BLOCK_PLUGINS``
+        and the config's ``plugins.blocked`` block some, ``HERMES_STRICT_PLUGINS=1`` or ``strict=True`` turn a
+        broken plugin into an error. Broken plugins are otherwise recorded in ``system.plugin_records()``.
+        """
+        cfg = load_config(config)
+        if strict is None:
+            strict = _env_flag("HERMES_STRICT_PLUGINS") or cfg.strict_plugins
+        blocked_all = {*blocked, *cfg.blocked_plugins, *(_env_list("HERMES_BLOCK_PLUGINS") or [])}
+        system = cls(
+            config=cfg,
+            workspace=workspace,
+            approver=approver,
+            ask_user=ask_user,
+            session_id=session_id,
+            check_schemas=check_schemas,
+            strict=strict,
+            blocked=blocked_all,
+        )
+        host = system.host
+        if load_entry_points:
+            only = _env_list("HERMES_LOAD_PLUGINS")
+            if only is None:
+                only = cfg.load_plugins
+            host.load_entry_points(
+                system.cache_dir / "entry-points.json", frozenset(only) if only is not None else None
+            )
+        if plugins_dir is not False:
+            directory = Path(plugins_dir).expanduser() if plugins_dir is not None else paths.plugins_dir()
+            host.load_directory(directory, system.cache_dir)
+        for plugin in plugins:
+            host.add_plugin(plugin)
+        host.run_register_tools()
+        host.run_register_toolsets(system.toolsets.define_many)
+        for name, spec in cfg.custom_toolsets.items():
+            system._define_toolset(name, spec, "config")
+        if system._schema_checker is not None:
+            system._schema_checker.flush()
+        system.pipeline.refresh_hooks()
+        if mcp and cfg.mcp_servers:
+            system._start_mcp()
+        return system
+
+    def _define_toolset(self, name: str, spec: Any, plugin: str) -> None:
+        from .toolsets import ToolsetError
+
+        try:
+            self.toolsets.define(name, spec, plugin)
+        except ToolsetError as err:
+            if plugin != "config":
+                raise
+            self.toolset_errors.append(str(err))
+            log.error("config: %s", err)
+
+    def _start_mcp(self) -> None:
+        try:
+            from .mcp_client import start_servers
+        except ImportError:  # the mcp client is optional
+            log.warning("MCP servers are configured but the MCP client is not available")
+            return
+        start_servers(self)
+
+    # -- plugins -----------------------------------------------------------------------------------------
+
+    def register_plugin(self, plugin: object, name: str | None = None) -> PluginRecord:
+        """Add a plugin (module or object with ``@hookimpl`` functions) to a loaded system."""
+        record = self.host.add_plugin(plugin, name)
+        if record.status == "loaded":
+            hooks = self.host.pm.hook
+            for impl in hooks.register_tools.get_hookimpls():
+                if impl.plugin is plugin:
+                    origin = Provenance(record.name, record.distribution, record.version, record.source)
+                    with provenance(origin):
+                        impl.function(**{a: self.registry for a in impl.argnames})
+                    record.tools = [e.name for e in self.registry.entries() if e.plugin == record.name]
+            for impl in hooks.register_toolsets.get_hookimpls():
+                if impl.plugin is plugin:
+                    specs = impl.function()
+                    if specs:
+                        self.toolsets.define_many(specs, record.name)
+        self.pipeline.refresh_hooks()
+        return record
+
+    def unregister_plugin(self, name: str) -> None:
+        """Remove a plugin's hooks and its tools."""
+        plugin = self.host.pm.get_plugin(name)
+        if plugin is not None:
+            self.host.pm.unregister(plugin)
+        for entry in self.registry.entries():
+            if entry.plugin == name:
+                self.registry.deregister(entry.name)
+        self.pipeline.refresh_hooks()
+
+    def plugin_records(self) -> list[PluginRecord]:
+        return list(self.host.records.values())
+
+    def plugin_config(self, name: str) -> dict[str, Any]:
+        """The ``[plugins.<name>]`` section of the configuration, with env/file secrets resolved."""
+        return self.config.plugin_section(name)
+
+    # -- selection ---------------------------------------------------------------------------------------
+
+    def _selection(self, enabled: Names, disabled: Names, disabled_tools: Names) -> _Selection:
+        key = (_names_key(enabled), _names_key(disabled), _names_key(disabled_tools))
+        sel = self._selections.get(key)
+        stamp = (self.registry.generation, self.toolsets.version)
+        if sel is not None and sel.stamp == stamp and sel.expires > time.monotonic():
+            return sel
+        return self._resolve(key, stamp, sel)
+
+    def _resolve(self, key: tuple[Any, ...], stamp: tuple[int, int], prior: _Selection | None) -> _Selection:
+        enabled, disabled, disabled_tools = key
+        selected = self.toolsets.resolve(
+            enabled if enabled is not None else self._default_enabled,
+            disabled if disabled is not None else self.config.disabled_toolsets,
+            disabled_tools if disabled_tools is not None else self.config.disabled_tools,
+        )
+        entries = [e for e in self.registry.entries() if e.name in selected]
+        verdicts = self.availability.verdicts(entries)
+        available = frozenset(n for n, (ok, _) in verdicts.items() if ok)
+        hidden = {n: reason for n, (ok, reason) in verdicts.items() if not ok}
+        sel = _Selection(stamp, time.monotonic() + self.availability.ttl, available, selected, hidden)
+        if prior is not None and prior.stamp == stamp and prior.available == available:
+            sel.rendered = prior.rendered  # same tools, same schemas: keep the rendered lists
+        if len(self._selections) > 256:
+            self._selections.clear()
+        self._selections[key] = sel
+        return sel
+
+    def available(self, enabled: Names = None, disabled: Names = None, disabled_tools: Names = None) -> frozenset[str]:
+        """Names of the tools the model may see (and run) for this selection right now."""
+        return self._selection(enabled, disabled, disabled_tools).available
+
+    def availability_of(self, name: str) -> tuple[bool, str]:
+        """``(ok, reason)`` for one registered tool, ignoring toolset selection."""
+        entry = self.registry.get(name)
+        if entry is None:
+            return False, "not registered"
+        return self.availability.verdicts([entry])[name]
+
+    def invalidate_checks(self) -> None:
+        """Drop cached check verdicts, so the next ``definitions()`` or call re-runs every check."""
+        self.availability.invalidate()
+        self._selections.clear()
+
+    def tool_schema(self, entry: ToolEntry, available: frozenset[str]) -> dict[str, Any]:
+        """The schema the model sees for ``entry``: registered schema plus its dynamic overrides."""
+        schema = entry.schema
+        if entry.description != schema.get("description", ""):
+            schema = {**schema, "description": entry.description}
+        if entry.dynamic_schema_overrides is not None:
+            try:
+                extra = entry.dynamic_schema_overrides(available)
+            except Exception:
+                log.exception("dynamic_schema_overrides of tool %r failed; using the registered schema", entry.name)
+                extra = None
+            if extra:
+                schema = {**schema, **extra, "name": entry.name}
+        return schema
+
+    def definitions(
+        self,
+        enabled: Names = None,
+        disabled: Names = None,
+        disabled_tools: Names = None,
+        *,
+        format: str = "openai",
+    ) -> list[dict[str, Any]]:
+        """The tool definitions the model may see this turn, in ``format`` (openai, anthropic, gemini, mcp).
+
+        ``enabled`` defaults to the config's ``toolsets.enabled`` (else every tool). Tools whose check fails or
+        whose required environment variables are unset are left out. The returned dicts are shared: do not
+        mutate them.
+        """
+        sel = self._selection(enabled, disabled, disabled_tools)
+        rendered = sel.rendered.get(format)
+        if rendered is None:
+            rendered = [
+                render(self.tool_schema(e, sel.available), format)
+                for e in self.registry.entries()
+                if e.name in sel.available
+            ]
+            sel.rendered[format] = rendered
+        return list(rendered)
+
+    def hidden(self, enabled: Names = None, disabled: Names = None, disabled_tools: Names = None) -> dict[str, str]:
+        """Selected tools that are hidden now, with the reason (missing env var, failing check...)."""
+        return dict(self._selection(enabled, disabled, disabled_tools).hidden)
+
+    # -- calls -------------------------------------------------------------------------------------------
+
+    def new_context(self, *, session_id: str | None = None, call_id: str = "", tool_name: str = "") -> CallContext:
+        return CallContext(
+            call_id=call_id,
+            session_id=session_id or self.session_id,
+            workspace=self.workspace,
+            tool_name=tool_name,
+            system=self,
+            ask_user=self.ask_user,
+            guard=self.pipeline.guard,
+        )
+
+    def call(
+        self,
+        name: str,
+        arguments: Any = None,
+        *,
+        enabled: Names = None,
+        disabled: Names = None,
+        session_id: str | None = None,
+        call_id: str | None = None,
+    ) -> str:
+        """Run one tool call through the pipeline and return what the model should see. Never raises."""
+        return self.pipeline.run(name, arguments, enabled, disabled, session_id, call_id).result
+
+    def call_outcome(
+        self,
+        name: str,
+        arguments: Any = None,
+        *,
+        enabled: Names = None,
+        disabled: Names = None,
+        session_id: str | None = None,
+        call_id: str | None = None,
+    ) -> CallOutcome:
+        """Like ``call`` but returns the whole ``CallOutcome`` (status, duration, error kind and id)."""
+        return self.pipeline.run(name, arguments, enabled, disabled, session_id, call_id)
+
+    async def acall(
+        self,
+        name: str,
+        arguments: Any = None,
+        *,
+        enabled: Names = None,
+        disabled: Names = None,
+        session_id: str | None = None,
+        call_id: str | None = None,
+    ) -> str:
+        """The native async form of ``call``: never blocks the caller's event loop."""
+        outcome = await self.pipeline.arun(name, arguments, enabled, disabled, session_id, call_id)
+        return outcome.result
+
+    async def acall_outcome(
+        self,
+        name: str,
+        arguments: Any = None,
+        *,
+        enabled: Names = None,
+        disabled: Names = None,
+        session_id: str | None = None,
+        call_id: str | None = None,
+    ) -> CallOutcome:
+        return await self.pipeline.arun(name, arguments, enabled, disabled, session_id, call_id)
+
+    def call_many(
+        self,
+        calls: Iterable[ToolCallSpec],
+        *,
+        enabled: Names = None,
+        disabled: Names = None,
+        session_id: str | None = None,
+    ) -> list[str]:
+        """Run one model turn's calls: runs of parallel-safe tools go concurrently, the rest in order.
+
+        Each call is ``(name, arguments)`` or ``{"name": ..., "arguments": ..., "id": ...}``; results come back
+        in call order and one failure does not affect the others.
+        """
+        return [o.result for o in self.pipeline.run_many(list(calls), enabled, disabled, session_id)]
+
+    def call_many_outcomes(
+        self,
+        calls: Iterable[ToolCallSpec],
+        *,
+        enabled: Names = None,
+        disabled: Names = None,
+        session_id: str | None = None,
+    ) -> list[CallOutcome]:
+        return self.pipeline.run_many(list(calls), enabled, disabled, session_id)
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+
+    def on_close(self, callback: Callable[[], Any]) -> None:
+        """Run ``callback`` when the system closes (tools use it to stop background work)."""
+        self.pipeline.closers.append(callback)
+
+    def close(self) -> None:
+        """Stop background work: the async loop, check threads, MCP servers, background processes."""
+        if self._closed:
+            return
+        self._closed = True
+        self.pipeline.close()
+        self.availability.close()
+
+    def __enter__(self) -> ToolSystem:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<ToolSystem tools={len(self.registry)} plugins={len(self.host.records)}>"

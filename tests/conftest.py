@@ -1,0 +1,13 @@
+"""Every test runs with its own HERMES_HOME, so nothing touches the real config, data or cache."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path_factory.mktemp("hermes-home")
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    for var in ("HERMES_LOAD_PLUGINS", "HERMES_BLOCK_PLUGINS", "HERMES_STRICT_PLUGINS", "HERMES_TRACE_PLUGINS"):
+        monkeypatch.delenv(var, raising=False)

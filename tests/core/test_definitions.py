@@ -1,0 +1,213 @@
+"""Toolsets, selection, check gating and definitions in every provider format."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from hermes_core import ToolSystem, hookimpl
+from hermes_core.schema import provider_problems, render
+from hermes_core.toolsets import ToolsetError, UnknownToolsetError
+
+
+def tool(name: str, **params: object) -> dict:
+    return {
+        "name": name,
+        "description": f"Tool {name}.",
+        "parameters": {"type": "object", "properties": params or {"q": {"type": "string"}}},
+    }
+
+
+def system_with(*specs: tuple[str, str], **kw: object) -> ToolSystem:
+    system = ToolSystem.load(plugins_dir=False, load_entry_points=False, check_schemas=False, **kw)
+    for name, toolset in specs:
+        system.registry.register(name=name, toolset=toolset, schema=tool(name), handler=lambda q="": q)
+    return system
+
+
+def names(defs: list[dict]) -> list[str]:
+    return sorted(d["function"]["name"] for d in defs)
+
+
+def test_composites_expand_to_any_depth_and_all_means_everything() -> None:
+    s = system_with(("read", "file"), ("write", "file"), ("run", "terminal"), ("ask", "clarify"))
+    s.toolsets.define_many(
+        {
+            "platform": {"includes": ["core"]},
+            "core": {"tools": ["ask"], "includes": ["file"]},
+            "debug": {"includes": ["platform", "terminal"]},
+        }
+    )
+    assert names(s.definitions(enabled=["debug"])) == ["ask", "read", "run", "write"]
+    assert names(s.definitions(enabled=["all"], disabled=["file"])) == ["ask", "run"]
+    assert names(s.definitions(enabled=["debug"], disabled_tools=["run"])) == ["ask", "read", "write"]
+    assert names(s.definitions()) == ["ask", "read", "run", "write"]
+
+
+def test_cycles_and_unknown_includes_fail_at_definition() -> None:
+    s = system_with(("read", "file"))
+    with pytest.raises(ToolsetError, match="unknown toolset 'fiel'.*did you mean 'file'"):
+        s.toolsets.define("x", {"includes": ["fiel"]})
+    s.toolsets.define("a", {"includes": ["file"]})
+    s.toolsets.define("b", {"includes": ["a"]})
+    with pytest.raises(ToolsetError, match="cycle: a -> b -> a"):
+        s.toolsets.define("a", {"includes": ["b"]})
+    assert names(s.definitions(enabled=["a"])) == ["read"]  # the old definition is kept
+    with pytest.raises(ToolsetError, match="cycle"):
+        s.toolsets.define_many({"p": {"includes": ["q"]}, "q": {"includes": ["p"]}})
+    with pytest.raises(UnknownToolsetError):
+        s.definitions(enabled=["nonexistent"])
+
+
+def test_requires_env_really_gates(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = system_with()
+    s.registry.register(name="gh", toolset="git", schema=tool("gh"), handler=lambda q="": "ok", requires_env=("GH_TOKEN",))
+    monkeypatch.delenv("GH_TOKEN", raising=False)
+    assert s.definitions() == []
+    assert s.hidden() == {"gh": "missing environment variable GH_TOKEN"}
+    outcome = s.call_outcome("gh", {})
+    assert outcome.error_kind == "unknown_tool" and "GH_TOKEN" in outcome.result
+    monkeypatch.setenv("GH_TOKEN", "x")
+    s.invalidate_checks()
+    assert names(s.definitions()) == ["gh"]
+
+
+def test_flipped_check_is_seen_after_the_ttl_and_dispatch_rechecks() -> None:
+    s = system_with(config={"tools": {"check_ttl": 0.05}})
+    state = {"ok": True}
+    s.registry.register(name="svc", toolset="svc", schema=tool("svc"), handler=lambda q="": "ran", check_fn=lambda: state["ok"])
+    assert names(s.definitions()) == ["svc"]
+    state["ok"] = False
+    time.sleep(0.06)
+    assert s.definitions() == []
+    assert s.call_outcome("svc", {}).status == "error"  # hidden tools cannot run
+    state["ok"] = True
+    time.sleep(0.06)
+    assert s.call("svc", {}) == "ran"
+
+
+def test_check_that_raises_or_hangs_hides_the_tool() -> None:
+    s = system_with(config={"tools": {"check_timeout": 0.2}})
+    release = threading.Event()
+
+    def boom() -> bool:
+        raise RuntimeError("no daemon")
+
+    s.registry.register(name="a", toolset="t", schema=tool("a"), handler=print, check_fn=boom)
+    s.registry.register(name="b", toolset="t", schema=tool("b"), handler=print, check_fn=lambda: release.wait(5))
+    s.registry.register(name="c", toolset="t", schema=tool("c"), handler=print, check_fn=lambda: (False, "binary 'ffmpeg' not found"))
+    started = time.perf_counter()
+    assert s.definitions() == []
+    assert time.perf_counter() - started < 1.5
+    hidden = s.hidden()
+    assert hidden["a"] == "check raised RuntimeError: no daemon"
+    assert "timed out" in hidden["b"]
+    assert hidden["c"] == "binary 'ffmpeg' not found"
+    release.set()
+
+
+def test_new_generation_is_seen_at_once_and_repeat_calls_are_cached() -> None:
+    s = system_with(("a", "t"))
+    first = s.definitions()
+    assert s.definitions() == first and s.definitions()[0] is first[0]
+    s.registry.register(name="b", toolset="t", schema=tool("b"), handler=print)
+    assert names(s.definitions()) == ["a", "b"]
+    s.registry.deregister("a")
+    assert names(s.definitions()) == ["b"]
+
+
+def test_dynamic_schema_overrides_follow_what_is_available() -> None:
+    s = system_with(("search", "web"))
+
+    def mention_search(available: frozenset[str]) -> dict | None:
+        if "search" in available:
+            return {"description": "Run code. Use search() for web lookups."}
+        return None
+
+    s.registry.register(name="code", toolset="code", schema=tool("code"), handler=print, dynamic_schema_overrides=mention_search)
+    by_name = {d["function"]["name"]: d for d in s.definitions()}
+    assert "search()" in by_name["code"]["function"]["description"]
+    only_code = s.definitions(enabled=["code"])
+    assert only_code[0]["function"]["description"] == "Tool code."
+
+
+def test_provider_formats() -> None:
+    schema = {
+        "name": "find",
+        "description": "Find things.",
+        "parameters": {
+            "type": "object",
+            "$defs": {"mode": {"type": "string", "enum": ["fast", "deep"]}},
+            "properties": {
+                "query": {"type": "string", "description": "what"},
+                "limit": {"type": ["integer", "null"], "default": 10},
+                "mode": {"$ref": "#/$defs/mode"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "kind": {"const": "x"},
+                "extra": {"type": "object", "additionalProperties": True},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+    }
+    openai = render(schema, "openai")
+    assert openai["type"] == "function" and openai["function"]["parameters"] is schema["parameters"]
+    assert render(schema, "anthropic")["input_schema"] == schema["parameters"]
+    assert render(schema, "mcp")["inputSchema"] == schema["parameters"]
+    gemini = render(schema, "gemini")["parameters"]
+    text = json.dumps(gemini)
+    for banned in ("$defs", "$ref", "additionalProperties", "default", "const"):
+        assert banned not in text
+    props = gemini["properties"]
+    assert gemini["type"] == "OBJECT" and props["limit"] == {"type": "INTEGER", "nullable": True}
+    assert props["mode"] == {"type": "STRING", "enum": ["fast", "deep"]}
+    assert props["tags"]["items"] == {"type": "STRING"} and props["kind"]["enum"] == ["x"]
+    assert render({"name": "noargs", "description": "d"}, "gemini") == {"name": "noargs", "description": "d"}
+    with pytest.raises(ValueError, match="unknown format"):
+        render(schema, "cohere")
+    assert provider_problems(schema) == {"openai": [], "anthropic": [], "gemini": [], "mcp": []}
+    assert provider_problems({"name": "bad name!", "parameters": {"type": "object", "anyOf": []}})["openai"]
+
+
+def test_recursive_refs_render_for_gemini() -> None:
+    schema = {
+        "name": "tree",
+        "parameters": {
+            "type": "object",
+            "$defs": {"node": {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+            "properties": {"root": {"$ref": "#/$defs/node"}},
+        },
+    }
+    out = render(schema, "gemini")
+    assert out["parameters"]["properties"]["root"]["type"] == "OBJECT"
+
+
+def test_definitions_in_each_format_from_the_system() -> None:
+    s = system_with(("a", "t"))
+    assert s.definitions(format="anthropic")[0]["name"] == "a"
+    assert s.definitions(format="gemini")[0]["name"] == "a"
+    assert s.definitions(format="mcp")[0]["inputSchema"]["type"] == "object"
+
+
+class ToolsetPlugin:
+    @hookimpl
+    def register_tools(self, registry):
+        registry.register(name="x", toolset="xs", schema=tool("x"), handler=print)
+
+    @hookimpl
+    def register_toolsets(self):
+        return {"bundle": {"includes": ["xs"], "description": "all the x"}}
+
+
+def test_plugins_define_toolsets_and_config_adds_custom_ones() -> None:
+    s = ToolSystem.load(
+        plugins_dir=False,
+        load_entry_points=False,
+        plugins=[ToolsetPlugin()],
+        config={"toolsets": {"custom": {"mine": {"includes": ["bundle"]}, "broken": {"includes": ["nope"]}}}},
+    )
+    assert names(s.definitions(enabled=["mine"])) == ["x"]
+    assert any("nope" in e for e in s.toolset_errors)

@@ -1,0 +1,222 @@
+"""Plugin loading from entry points, the drop-in folder and in-process objects; broken plugins are contained."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hermes_core import ToolSystem
+from hermes_core.plugins import PluginLoadError, scan_directory
+
+TOOL_FILE = """
+from hermes_core import registry
+
+def add(a: int, b: int) -> int:
+    return a + b
+
+registry.register(
+    name="{name}",
+    toolset="{toolset}",
+    schema={{"name": "{name}", "description": "Add two integers.",
+            "parameters": {{"type": "object", "properties": {{"a": {{"type": "integer"}}, "b": {{"type": "integer"}}}},
+                           "required": ["a", "b"]}}}},
+    handler=add,
+)
+"""
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def make_dist(site: Path, dist: str, module: str, body: str, ep_name: str | None = None, requires: str = "") -> None:
+    """A real installed distribution: a module plus a dist-info folder with entry_points.txt."""
+    write(site / f"{module}.py", body)
+    info = site / f"{dist.replace('-', '_')}-1.2.3.dist-info"
+    meta = f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.2.3\n{requires}"
+    write(info / "METADATA", meta)
+    write(info / "entry_points.txt", f"[hermes.tools]\n{ep_name or dist} = {module}\n")
+
+
+def test_dropin_files_register_tools(tmp_path: Path) -> None:
+    plugins = tmp_path / "plugins"
+    write(plugins / "adder.py", TOOL_FILE.format(name="add", toolset="math"))
+    system = ToolSystem.load(plugins_dir=plugins, load_entry_points=False)
+    assert system.call("add", '{"a": 2, "b": 3}') == "5"
+    entry = system.registry["add"]
+    assert (entry.plugin, entry.source) == ("dropin:adder", "drop-in")
+
+
+def test_files_without_registration_are_never_executed(tmp_path: Path) -> None:
+    plugins = tmp_path / "plugins"
+    marker = tmp_path / "executed"
+    write(plugins / "sneaky.py", f"open({str(marker)!r}, 'w').write('ran')\n")
+    write(plugins / "nested.py", "def f():\n    registry.register(name='x')\n")  # not top level
+    system = ToolSystem.load(plugins_dir=plugins, load_entry_points=False)
+    assert not marker.exists()
+    statuses = {r.name: r.status for r in system.plugin_records()}
+    assert statuses == {"dropin:nested": "skipped", "dropin:sneaky": "skipped"}
+
+
+def test_broken_dropins_are_recorded_and_others_load(tmp_path: Path) -> None:
+    plugins = tmp_path / "plugins"
+    write(plugins / "a_good.py", TOOL_FILE.format(name="add", toolset="math"))
+    write(plugins / "b_syntax.py", "from hermes_core import registry\nregistry.register(name=\n")
+    write(plugins / "c_raises.py", "from hermes_core import registry\nregistry.register(name='x', toolset='t', schema={'name': 'x'}, handler=print)\nraise RuntimeError('boom at import')\n")
+    write(plugins / "d_badschema.py", "from hermes_core import registry\nregistry.register(name='y', toolset='t', schema=['not', 'a', 'dict'], handler=print)\n")
+    write(plugins / "e_clash.py", TOOL_FILE.format(name="add", toolset="other"))
+    system = ToolSystem.load(plugins_dir=plugins, load_entry_points=False)
+    records = {r.name: r for r in system.plugin_records()}
+    assert records["dropin:a_good"].status == "loaded"
+    assert "SyntaxError" in (records["dropin:b_syntax"].error or "")
+    assert "boom at import" in (records["dropin:c_raises"].error or "")
+    assert "x" not in system.registry  # rolled back: a failed plugin leaves nothing behind
+    assert "must be a dict" in (records["dropin:d_badschema"].error or "")
+    assert "clashes" in (records["dropin:e_clash"].error or "")
+    assert system.registry["add"].toolset == "math"
+    assert system.call("add", {"a": 1, "b": 1}) == "2"
+
+
+def test_strict_mode_turns_failures_into_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plugins = tmp_path / "plugins"
+    write(plugins / "broken.py", "from hermes_core import registry\nregistry.register(name=\n")
+    monkeypatch.setenv("HERMES_STRICT_PLUGINS", "1")
+    with pytest.raises(PluginLoadError, match="SyntaxError"):
+        ToolSystem.load(plugins_dir=plugins, load_entry_points=False)
+
+
+def test_scan_cache_makes_warm_scans_parse_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plugins = tmp_path / "plugins"
+    for i in range(5):
+        write(plugins / f"p{i}.py", TOOL_FILE.format(name=f"add{i}", toolset="math"))
+    cache = tmp_path / "scan.json"
+    first = scan_directory(plugins, cache)
+    assert all(v.eligible for v in first)
+    import hermes_core.plugins._dropin as dropin
+
+    def no_parse(*_a: object, **_k: object) -> None:
+        raise AssertionError("a warm scan must not parse")
+
+    monkeypatch.setattr(dropin, "scan_source", no_parse)
+    assert [v.eligible for v in scan_directory(plugins, cache)] == [True] * 5
+    # an edited file is parsed again; a corrupt cache means a full rescan
+    monkeypatch.undo()
+    write(plugins / "p0.py", "x = 1\n")
+    assert not scan_directory(plugins, cache)[0].eligible
+    cache.write_text("not json")
+    assert len(scan_directory(plugins, cache)) == 5
+
+
+def test_two_systems_load_the_same_folder_independently(tmp_path: Path) -> None:
+    plugins = tmp_path / "plugins"
+    write(plugins / "adder.py", TOOL_FILE.format(name="add", toolset="math"))
+    one = ToolSystem.load(plugins_dir=plugins, load_entry_points=False)
+    two = ToolSystem.load(plugins_dir=plugins, load_entry_points=False)
+    assert one.registry["add"] is not two.registry["add"]
+    one.registry.deregister("add")
+    assert "add" not in one.registry and two.call("add", {"a": 1, "b": 2}) == "3"
+
+
+def test_entry_points_are_discovered_and_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    body = """
+    from hermes_core import hookimpl
+
+    @hookimpl
+    def register_tools(registry):
+        registry.register(name="ping", toolset="net", handler=lambda: "pong",
+                          schema={"name": "ping", "description": "Ping.", "parameters": {"type": "object", "properties": {}}})
+    """
+    make_dist(site, "hermes-ping", "hermes_ping_mod", body)
+    monkeypatch.syspath_prepend(str(site))
+    system = ToolSystem.load(plugins_dir=False)
+    entry = system.registry["ping"]
+    assert (entry.plugin, entry.distribution, entry.version, entry.source) == ("hermes-ping", "hermes-ping", "1.2.3", "entry point")
+    assert system.call("ping") == "pong"
+    import os
+
+    cache = Path(os.environ["HERMES_HOME"]) / "cache" / "entry-points.json"
+    assert "hermes_ping_mod" in cache.read_text()
+    # installing another distribution changes the directory's mtime, which invalidates the cache
+    make_dist(site, "hermes-pong", "hermes_pong_mod", body.replace("ping", "pong2"))
+    os.utime(site, ns=(1, 1))
+    system2 = ToolSystem.load(plugins_dir=False)
+    assert "pong2" in system2.registry and "ping" in system2.registry
+
+
+def test_broken_entry_points_do_not_stop_loading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    make_dist(site, "hermes-bad-import", "bad_import_mod", "import does_not_exist_anywhere\n")
+    make_dist(site, "hermes-bad-hook", "bad_hook_mod", """
+    from hermes_core import hookimpl
+
+    @hookimpl
+    def register_tools(registry, surprise):
+        pass
+    """)
+    make_dist(site, "hermes-raiser", "raiser_mod", """
+    from hermes_core import hookimpl
+
+    @hookimpl
+    def register_tools(registry):
+        raise ValueError("cannot register today")
+    """)
+    make_dist(site, "hermes-exit", "exit_mod", "import sys\nsys.exit(3)\n")
+    make_dist(site, "hermes-dupe", "dupe_mod", "", ep_name="hermes-raiser")
+    monkeypatch.syspath_prepend(str(site))
+    system = ToolSystem.load(plugins_dir=False)
+    records = {r.name: r for r in system.plugin_records()}
+    assert records["hermes-bad-import"].stage == "import" and "does_not_exist_anywhere" in records["hermes-bad-import"].error
+    assert records["hermes-bad-hook"].stage == "register" and "surprise" in records["hermes-bad-hook"].error
+    assert records["hermes-raiser"].stage == "register_tools" and "cannot register today" in records["hermes-raiser"].error
+    assert records["hermes-exit"].status == "failed"
+    assert any("duplicate plugin name" in (r.error or "") for r in system.plugin_records())
+
+
+def test_blocking_and_load_lists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    for n in ("alpha", "beta"):
+        make_dist(site, f"hermes-{n}", f"{n}_mod", f"""
+        from hermes_core import hookimpl
+
+        @hookimpl
+        def register_tools(registry):
+            registry.register(name="{n}", toolset="{n}", handler=lambda: "{n}",
+                              schema={{"name": "{n}", "parameters": {{"type": "object", "properties": {{}}}}}})
+        """)
+    monkeypatch.syspath_prepend(str(site))
+    assert {"alpha", "beta"} <= set(ToolSystem.load(plugins_dir=False).registry.names())
+    assert "alpha" not in ToolSystem.load(plugins_dir=False, blocked=["hermes-alpha"]).registry
+    monkeypatch.setenv("HERMES_BLOCK_PLUGINS", "hermes-beta")
+    assert "beta" not in ToolSystem.load(plugins_dir=False).registry
+    monkeypatch.delenv("HERMES_BLOCK_PLUGINS")
+    monkeypatch.setenv("HERMES_LOAD_PLUGINS", "hermes-alpha")
+    system = ToolSystem.load(plugins_dir=False)
+    assert "alpha" in system.registry and "beta" not in system.registry
+    assert {r.name: r.note for r in system.plugin_records()}["hermes-beta"] == "not listed in HERMES_LOAD_PLUGINS"
+    config = tmp_path / "config.toml"
+    config.write_text('[plugins]\nblocked = ["hermes-alpha"]\n')
+    monkeypatch.delenv("HERMES_LOAD_PLUGINS")
+    assert "alpha" not in ToolSystem.load(plugins_dir=False, config=config).registry
+
+
+def test_hook_plugins_from_dropins(tmp_path: Path) -> None:
+    plugins = tmp_path / "plugins"
+    write(plugins / "adder.py", TOOL_FILE.format(name="add", toolset="math"))
+    write(plugins / "policy.py", """
+    from hermes_core import hookimpl, Block
+
+    @hookimpl
+    def pre_tool_call(name, arguments):
+        if arguments.get("a") == 13:
+            return Block("13 is unlucky")
+    """)
+    system = ToolSystem.load(plugins_dir=plugins, load_entry_points=False)
+    outcome = system.call_outcome("add", {"a": 13, "b": 1})
+    assert outcome.status == "blocked" and "unlucky" in json.loads(outcome.result)["error"]
+    assert system.call("add", {"a": 12, "b": 1}) == "13"

@@ -1,0 +1,148 @@
+"""The registry: entries, conflicts, generation counter, thread safety and the bound proxy."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from hermes_core import (
+    InvalidSchemaError,
+    ToolAlreadyRegistered,
+    ToolNameConflict,
+    ToolRegistry,
+    registry,
+)
+from hermes_core.registry import Provenance, bound_registry, provenance
+from hermes_core.schema import SchemaChecker
+
+
+def schema(name: str, **props: dict) -> dict:
+    return {
+        "name": name,
+        "description": f"the {name} tool",
+        "parameters": {"type": "object", "properties": props or {"x": {"type": "integer"}}},
+    }
+
+
+def test_entry_fields_and_defaults() -> None:
+    reg = ToolRegistry()
+
+    async def ahandler(x: int) -> int:
+        return x
+
+    entry = reg.register(name="a", toolset="ts", schema=schema("a"), handler=ahandler, requires_env="TOKEN")
+    assert entry.is_async is True
+    assert entry.description == "the a tool"
+    assert entry.requires_env == ("TOKEN",)
+    sync = reg.register(name="b", toolset="ts", schema=schema("b"), handler=lambda x: x, description="own words")
+    assert sync.is_async is False and sync.description == "own words"
+    assert not hasattr(sync, "__dict__")  # __slots__ keeps 10,000 entries small
+
+
+def test_generation_bumps_only_on_success() -> None:
+    reg = ToolRegistry()
+    assert reg.generation == 0
+    reg.register(name="a", toolset="one", schema=schema("a"), handler=print)
+    assert reg.generation == 1
+    with pytest.raises(ToolNameConflict) as info:
+        reg.register(name="a", toolset="two", schema=schema("a"), handler=print)
+    assert "clashes" in str(info.value) and info.value.existing.toolset == "one"
+    with pytest.raises(ToolAlreadyRegistered):
+        reg.register(name="a", toolset="one", schema=schema("a"), handler=print)
+    assert reg.generation == 1 and reg["a"].toolset == "one"
+    reg.register(name="a", toolset="two", schema=schema("a"), handler=print, replace=True)
+    assert reg.generation == 2 and reg["a"].toolset == "two"
+    assert reg.deregister("a") is not None and reg.generation == 3
+    assert reg.deregister("a") is None and reg.generation == 3
+
+
+def test_clash_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    reg = ToolRegistry()
+    reg.register(name="a", toolset="one", schema=schema("a"), handler=print)
+    with pytest.raises(ToolNameConflict):
+        reg.register(name="a", toolset="two", schema=schema("a"), handler=print)
+    assert any("clashes" in r.getMessage() for r in caplog.records)
+
+
+def test_mcp_toolsets_may_replace_each_other() -> None:
+    reg = ToolRegistry()
+    reg.register(name="fetch", toolset="mcp-one", schema=schema("fetch"), handler=print)
+    reg.register(name="fetch", toolset="mcp-two", schema=schema("fetch"), handler=print)
+    assert reg["fetch"].toolset == "mcp-two"
+    with pytest.raises(ToolNameConflict):
+        reg.register(name="fetch", toolset="web", schema=schema("fetch"), handler=print)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({"name": "other", "parameters": {"type": "object"}}, "names the tool 'other'"),
+        ("not a dict", "must be a dict"),
+        ({"name": "t", "parameters": {"type": "string"}}, "type 'object'"),
+        ({"name": "t", "parameters": {"type": "object", "properties": {"x": {"type": "integr"}}}}, "not valid JSON Schema"),
+        ({"name": "t", "parameters": {"type": "object", "required": "x"}}, "not valid JSON Schema"),
+    ],
+)
+def test_invalid_schemas_are_refused(bad: object, message: str, tmp_path) -> None:
+    reg = ToolRegistry(schema_checker=SchemaChecker(tmp_path / "verdicts.json"))
+    with pytest.raises(InvalidSchemaError, match=message):
+        reg.register(name="t", toolset="ts", schema=bad, handler=print)  # type: ignore[arg-type]
+    assert len(reg) == 0 and reg.generation == 0
+
+
+def test_schema_verdicts_are_cached_on_disk(tmp_path) -> None:
+    cache = tmp_path / "verdicts.json"
+    checker = SchemaChecker(cache)
+    reg = ToolRegistry(schema_checker=checker)
+    reg.register(name="t", toolset="ts", schema=schema("t", y={"type": "string", "minLength": 3}), handler=print)
+    checker.flush()
+    assert cache.exists() and len(cache.read_text()) > 10
+    cache.write_text("{corrupt")  # a corrupt cache only means a recheck
+    reg2 = ToolRegistry(schema_checker=SchemaChecker(cache))
+    reg2.register(name="t", toolset="ts", schema=schema("t"), handler=print)
+
+
+def test_provenance_is_recorded() -> None:
+    reg = ToolRegistry()
+    with provenance(Provenance("weather", "hermes-weather", "1.0", "entry point")):
+        entry = reg.register(name="w", toolset="weather", schema=schema("w"), handler=print)
+    assert (entry.plugin, entry.distribution, entry.version, entry.source) == (
+        "weather",
+        "hermes-weather",
+        "1.0",
+        "entry point",
+    )
+
+
+def test_proxy_forwards_to_the_bound_registry() -> None:
+    one, two = ToolRegistry(), ToolRegistry()
+    with bound_registry(one):
+        registry.register(name="a", toolset="ts", schema=schema("a"), handler=print)
+        with bound_registry(two):
+            registry.register(name="a", toolset="other", schema=schema("a"), handler=print)
+    assert one["a"].toolset == "ts" and two["a"].toolset == "other"
+
+
+def test_concurrent_registration_is_consistent() -> None:
+    reg = ToolRegistry()
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        try:
+            for i in range(200):
+                reg.register(name=f"t{n}_{i}", toolset=f"ts{n}", schema=schema(f"t{n}_{i}"), handler=print)
+                if i % 3 == 0:
+                    reg.deregister(f"t{n}_{i}")
+                list(reg.entries())
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(reg) == 8 * (200 - 67)
+    assert reg.generation == 8 * (200 + 67)
