@@ -58,6 +58,9 @@ def limiter_for(context: CallContext) -> RateLimiter:
             _unbound[""] = (dict(section), limiter)
         else:
             _limiters[system] = (dict(section), limiter)
+            on_close = getattr(system, "on_close", None)
+            if on_close is not None:
+                on_close(limiter.close)
         return limiter
 
 

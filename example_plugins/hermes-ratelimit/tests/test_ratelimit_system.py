@@ -1,0 +1,120 @@
+"""hermes-ratelimit through ``ToolSystem``: blocked calls, sessions, isolation, Redis across processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+from ratelimit_support import load
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
+
+
+def test_no_config_no_limits() -> None:
+    with load({}) as system:
+        assert all(system.call("ping") == "pong" for _ in range(200))
+
+
+def test_tool_limit_blocks_with_retry_hint() -> None:
+    with load({"tools": {"echo": {"capacity": 2, "per_minute": 2}}}) as system:
+        assert system.call("echo", {"text": "a"}) == "echo: a"
+        assert system.call("echo", {"text": "b"}) == "echo: b"
+        outcome = system.call_outcome("echo", {"text": "c"})
+        assert (outcome.status, outcome.error_kind) == ("blocked", "blocked")
+        message = json.loads(outcome.result)["error"]
+        assert "rate limit for tool 'echo' exceeded; retry in " in message
+        seconds = float(message.rsplit("retry in ", 1)[1].removesuffix(" s"))
+        assert 29.0 < seconds <= 30.0
+        assert system.call("ping") == "pong"
+
+
+def test_session_limit_through_call_session_id() -> None:
+    with load({"session": {"capacity": 1, "per_hour": 1}}) as system:
+        assert system.call("ping", session_id="alice") == "pong"
+        assert system.call_outcome("ping", session_id="alice").status == "blocked"
+        assert "rate limit for this session" in system.call("echo", session_id="alice")
+        assert system.call("ping", session_id="bob") == "pong"
+
+
+def test_global_limit() -> None:
+    with load({"global": {"capacity": 3, "per_hour": 1}}) as system:
+        results = [system.call_outcome(n).status for n in ("ping", "echo", "ping", "echo")]
+        assert results == ["ok", "ok", "ok", "blocked"]
+
+
+def test_two_systems_have_separate_memory_buckets() -> None:
+    section = {"tools": {"ping": {"capacity": 1, "per_hour": 1}}}
+    with load(section) as a, load(section) as b:
+        assert a.call("ping") == "pong"
+        assert b.call("ping") == "pong"
+        assert a.call_outcome("ping").status == "blocked"
+
+
+def test_misconfigured_section_blocks_every_call() -> None:
+    with load({"tools": {"echo": {"per_fortnight": 1}}}) as system:
+        outcome = system.call_outcome("ping")
+        assert outcome.status == "blocked"
+        assert "rate limiter is misconfigured" in outcome.result and "per_fortnight" in outcome.result
+
+
+def test_entry_point_is_declared() -> None:
+    eps = {ep.name: ep.value for ep in entry_points(group="hermes.tools")}
+    assert eps.get("ratelimit") == "hermes_ratelimit"
+
+
+def test_redis_systems_share_one_budget(redis_url: str) -> None:
+    section = {"backend": "redis", "redis_url": redis_url, "tools": {"ping": {"capacity": 3, "per_hour": 1}}}
+    with load(section) as a, load(section) as b:
+        statuses = [s.call_outcome("ping").status for s in (a, b, a, b, a)]
+    assert statuses == ["ok", "ok", "ok", "blocked", "blocked"]
+
+
+GATEWAY = textwrap.dedent(
+    """
+    import json, sys, time
+    sys.path.insert(0, sys.argv[4])
+    from ratelimit_support import load
+
+    url, start_at, calls = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+    section = {"backend": "redis", "redis_url": url, "global": {"capacity": 30, "per_hour": 1},
+               "tools": {"echo": {"capacity": 1000, "per_second": 1000}}}
+    system = load(section)
+    system.call("echo", {"text": "warm-up"})  # connects and loads the Lua script; takes one global token
+    while time.time() < start_at:
+        pass
+    statuses = [system.call_outcome("ping").status for _ in range(calls)]
+    system.close()
+    print(json.dumps({"ok": statuses.count("ok"), "blocked": statuses.count("blocked")}))
+    """
+)
+
+
+def test_gateway_processes_share_one_budget(redis_url: str) -> None:
+    here = str(Path(__file__).parent)
+    start_at = time.time() + 1.5
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", GATEWAY, redis_url, str(start_at), "15", here],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    totals = {"ok": 0, "blocked": 0}
+    for proc in procs:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        for key, value in json.loads(out.strip().splitlines()[-1]).items():
+            totals[key] += value
+    # 30 global tokens: 3 went to the warm-up calls, so exactly 27 of the 45 pings may run
+    assert totals == {"ok": 27, "blocked": 18}
