@@ -1,0 +1,53 @@
+"""Sessions: tests, lint, typecheck, docs-check, example_plugins, bench.  Run ``nox -s tests``."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests", "lint", "typecheck"]
+nox.options.reuse_existing_virtualenvs = True
+
+EXAMPLES = ["example_plugins/hermes-weather", "example_plugins/hermes-ratelimit", "example_plugins/hermes-audit"]
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The whole suite: core, built-ins, CLI and the example plugins (installed editable)."""
+    session.install("-e", ".[test]")
+    for path in EXAMPLES:
+        session.install("-e", path)
+    session.run("python", "-m", "pytest", "-q", "tests", *EXAMPLES, *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    session.install("ruff>=0.5")
+    session.run("ruff", "check", "hermes_core", "hermes_builtin", "tests", "benchmarks", "noxfile.py")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    session.install("-e", ".[dev]")
+    session.run("mypy", "hermes_core")
+
+
+@nox.session(name="docs-check")
+def docs_check(session: nox.Session) -> None:
+    """hookspecs.md documents every hook with its exact signature, and every hook has a test named after it."""
+    session.install("-e", ".[test]")
+    session.run("python", "-m", "pytest", "-q", "tests/test_hookspecs_doc.py")
+
+
+@nox.session(name="example_plugins")
+def example_plugins(session: nox.Session) -> None:
+    """Zero config: a fresh venv, hermes-tools, then each example plugin; the CLI sees tools and hooks."""
+    session.install("-e", ".[test]")
+    session.run("python", "-m", "pytest", "-q", "-m", "slow", "tests/test_zero_config.py", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Side-by-side benchmarks; each prints its figures and the ratio against its baseline."""
+    session.install("-e", ".")
+    for script in ("bench_startup.py", "bench_definitions.py", "bench_pipeline.py", "bench_async.py"):
+        session.run("python", f"benchmarks/{script}")
