@@ -9,6 +9,8 @@ from hermes_core import ToolRegistry, hookimpl
 
 # Each module registers one atomic toolset; importing them is cheap (handlers import heavy things lazily).
 TOOL_MODULES: tuple[str, ...] = (
+    "terminal",
+    "files",
 )
 
 

@@ -148,9 +148,10 @@ class HeadTail:
 
 
 def _drain(stream: IO[bytes], sink: HeadTail) -> None:
+    read = getattr(stream, "read1", stream.read)
     try:
         while True:
-            chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+            chunk = read(65536)
             if not chunk:
                 return
             sink.write(chunk)
@@ -332,9 +333,10 @@ class BackgroundProcess:
     def _pump(self) -> None:
         stream = self.proc.stdout
         assert stream is not None
+        read = getattr(stream, "read1", stream.read)
         try:
             while True:
-                chunk = stream.read1(65536)
+                chunk = read(65536)
                 if not chunk:
                     break
                 self.spool.write(chunk)

@@ -238,7 +238,10 @@ def write_file(path: str, content: str, *, context: CallContext) -> str:
     shown = _shown(context, target)
     if target.is_dir():
         raise ToolError(f"{shown} is a directory; give a file path")
-    data = content.encode("utf-8")
+    try:
+        data = content.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ToolError("content contains invalid Unicode (lone surrogates); nothing was written") from None
     try:
         existed = atomic_write(target, data)
     except IsADirectoryError:
@@ -269,9 +272,12 @@ def _load_text(target: Path, shown: str) -> tuple[str, str]:
 
 
 def _encode(text: str, encoding: str) -> bytes:
-    if encoding in ("utf-16", "utf-32", "utf-8-sig"):
-        return text.encode(encoding)
-    return text.encode("utf-8")
+    try:
+        return text.encode(encoding if encoding in ("utf-16", "utf-32", "utf-8-sig") else "utf-8")
+    except UnicodeEncodeError:
+        raise ToolError(
+            "the new text contains invalid Unicode (lone surrogates); nothing was changed"
+        ) from None
 
 
 def _replace(context: CallContext, path: str | None, old: str | None, new: str | None, every: bool) -> str:

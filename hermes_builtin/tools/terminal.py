@@ -194,7 +194,11 @@ def _resolve_cwd(context: CallContext, cwd: str | None) -> Path:
 def _table(context: CallContext) -> ProcessTable:
     from ._procs import table_for
 
-    return table_for(context.system, Path(context.data_dir) / "processes")
+    table = table_for(context.system, Path(context.data_dir) / "processes")
+    cap = _settings(context).get("max_log_bytes")
+    if isinstance(cap, int) and cap > 0:
+        table.log_cap_bytes = cap
+    return table
 
 
 def terminal(
