@@ -3,21 +3,24 @@
 Each finished call (ok, error, blocked or denied) becomes one line with the tool, its plugin, a hash of
 the arguments, the decision and status, the error kind, the duration and the result size: never the
 arguments, the result or an error text. ``hermes audit verify`` (or ``verify_chain``) checks the chain.
+
+Importing the package is cheap: the writer, hashing and SQLite load on the first recorded call.
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from hermes_core import CallContext, CallOutcome, hookimpl
 
-from .chain import ChainReport, canonical, record_hash, verify_chain, verify_file
-from .record import args_sha256, build_fields
-from .settings import AuditSettings
-from .sqlite_mirror import sync_sqlite
-from .writer import AuditWriter
+if TYPE_CHECKING:
+    from ._state import writer_for
+    from .chain import ChainReport, canonical, record_hash, verify_chain, verify_file
+    from .record import args_sha256, build_fields
+    from .settings import AuditSettings
+    from .sqlite_mirror import sync_sqlite
+    from .writer import AuditWriter
 
 __version__ = "0.1.0"
 
@@ -26,6 +29,7 @@ __all__ = [
     "AuditWriter",
     "ChainReport",
     "args_sha256",
+    "build_fields",
     "canonical",
     "post_tool_call",
     "record_hash",
@@ -36,48 +40,34 @@ __all__ = [
     "writer_for",
 ]
 
-# One writer per tool system, reopened when its audit section or data dir changes; closed with the system.
-_Cached = tuple[AuditSettings, AuditWriter | None]
-_writers: weakref.WeakKeyDictionary[Any, _Cached] = weakref.WeakKeyDictionary()
-_unbound: dict[str, _Cached] = {}
-_lock = threading.Lock()
+_LAZY = {
+    "AuditSettings": "settings",
+    "AuditWriter": "writer",
+    "ChainReport": "chain",
+    "args_sha256": "record",
+    "build_fields": "record",
+    "canonical": "chain",
+    "record_hash": "chain",
+    "sync_sqlite": "sqlite_mirror",
+    "verify_chain": "chain",
+    "verify_file": "chain",
+    "writer_for": "_state",
+}
 
 
-def _cached(system: Any) -> _Cached | None:
-    return _unbound.get("") if system is None else _writers.get(system)
-
-
-def writer_for(context: CallContext) -> AuditWriter | None:
-    """The audit writer of the calling system (None when ``[plugins.audit] enabled = false``)."""
-    settings = AuditSettings.from_section(context.plugin_config("audit"), context.data_dir)
-    system = context.system
-    cached = _cached(system)
-    if cached is not None and cached[0] == settings:
-        return cached[1]
-    with _lock:
-        cached = _cached(system)
-        if cached is not None and cached[0] == settings:
-            return cached[1]
-        if cached is not None and cached[1] is not None:
-            cached[1].close()
-        writer = (
-            AuditWriter(settings.path, sqlite=settings.sqlite, fsync=settings.fsync)
-            if settings.enabled
-            else None
-        )
-        if system is None:
-            _unbound[""] = (settings, writer)
-        else:
-            _writers[system] = (settings, writer)
-            on_close = getattr(system, "on_close", None)
-            if writer is not None and on_close is not None:
-                on_close(writer.close)
-        return writer
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hermes_audit' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 
 @hookimpl
 def post_tool_call(name: str, arguments: Any, entry: Any, context: CallContext, outcome: CallOutcome) -> None:
     """Append one record for the finished call."""
+    from ._state import writer_for
+    from .record import build_fields
+
     writer = writer_for(context)
     if writer is not None:
         writer.append(build_fields(name, arguments, entry, context.session_id, outcome))

@@ -8,7 +8,6 @@ breaks the next line's ``prev_hash`` and the ``seq`` sequence.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +26,8 @@ def canonical(value: Any) -> str:
 
 def record_hash(record: Mapping[str, Any]) -> str:
     """The SHA-256 of a record's canonical JSON without its ``hash`` field."""
+    import hashlib
+
     body = {k: v for k, v in record.items() if k != "hash"}
     return hashlib.sha256(canonical(body).encode("utf-8")).hexdigest()
 

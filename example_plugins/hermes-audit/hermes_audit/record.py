@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-from datetime import UTC, datetime
 from typing import Any
 
 from hermes_core import CallOutcome
@@ -20,6 +18,8 @@ def args_sha256(arguments: Any) -> str | None:
     """The SHA-256 of the arguments' canonical JSON (the arguments themselves are never stored)."""
     if arguments is None:
         return None
+    import hashlib
+
     return hashlib.sha256(canonical(arguments).encode("utf-8")).hexdigest()
 
 
@@ -36,6 +36,8 @@ def build_fields(
     name: str, arguments: Any, entry: Any, session_id: str | None, outcome: CallOutcome
 ) -> dict[str, Any]:
     """The record fields of one finished call (``seq`` and the hashes are added by the writer)."""
+    from datetime import UTC, datetime
+
     return {
         "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "call_id": outcome.call_id or None,
