@@ -70,11 +70,12 @@ _MAX_ENUM_SHOWN = 8
 class Limits:
     """Size caps applied while coercing and validating."""
 
-    __slots__ = ("max_items", "max_string")
+    __slots__ = ("free", "max_items", "max_string")
 
     def __init__(self, max_string: int, max_items: int) -> None:
         self.max_string = max_string
         self.max_items = max_items
+        self.free = Node(-1, self)  # checks values no schema describes: caps and finite numbers only
 
 
 def _freeze(value: Any) -> Any:
@@ -387,10 +388,6 @@ class Node:
             out.append(ArgumentProblem(path, f"a multiple of {_render(self.multiple_of)}", got))
 
     def _check_object(self, value: dict[Any, Any], path: str, out: list[ArgumentProblem]) -> None:
-        for name in self.required:
-            if name not in value:
-                where = join_path(path, name)
-                out.append(ArgumentProblem(where, "a value", "nothing", f"missing required field {where!r}"))
         for key, item in value.items():
             if type(key) is not str:
                 out.append(ArgumentProblem(path, "string keys", f"the key {describe(key)}"))
@@ -413,6 +410,12 @@ class Node:
                 )
             elif isinstance(self.additional, Node):
                 self.additional.check(item, where, out)
+            else:
+                self.limits.free.check(item, where, out)
+        for name in self.required:
+            if name not in value:
+                where = join_path(path, name)
+                out.append(ArgumentProblem(where, "a value", "nothing", f"missing required field {where!r}"))
         n = len(value)
         if self.min_properties is not None and n < self.min_properties:
             out.append(
@@ -449,6 +452,8 @@ class Node:
                 break
             elif isinstance(self.additional_items, Node):
                 self.additional_items.check(item, join_path(path, i), out)
+            else:
+                self.limits.free.check(item, join_path(path, i), out)
 
     def _check_branches(
         self, branches: list[Node], value: Any, path: str, out: list[ArgumentProblem], *, exactly_one: bool
