@@ -130,11 +130,24 @@ class Pipeline:
             self._guard = SecurityGuard(self.system)
         return self._guard
 
+    # The pipeline is the Guard of its contexts; the security gate is built on first use.
+    def guard_command(self, command: str, context: CallContext) -> Any:
+        return self.guard.guard_command(command, context)
+
+    def guard_path(self, path: Any, op: str, context: CallContext) -> Any:
+        return self.guard.guard_path(path, op, context)
+
+    def request_approval(self, kind: str, subject: str, reason: str, context: CallContext) -> None:
+        self.guard.request_approval(kind, subject, reason, context)
+
     def redact(self, text: str) -> str:
         redact = self._redact
         if redact is None:
-            from ..security import redact as redact_fn
-
+            try:
+                from ..security import redact as redact_fn
+            except ImportError:  # TEMPORARY while hermes_core.security is being written
+                log.warning("hermes_core.security.redact unavailable; results are not redacted")
+                return text
             redact = self._redact = redact_fn
         return redact(text)
 
@@ -211,9 +224,12 @@ class Pipeline:
         if subject is None:
             subject = f"{name} {json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)}"
         try:
-            self.guard.request_approval("tool", subject, reason, ctx)
+            self.request_approval("tool", subject, reason, ctx)
         except ApprovalDenied as err:
             return self._fail(name, "denied", "approval", f"Denied: {err.message}")
+        except Exception:  # an approval flow that breaks denies (fail closed)
+            log.exception("approval flow failed for %r; denying", name)
+            return self._fail(name, "denied", "approval", "Denied: the approval could not be obtained.")
         return None
 
     def _fail(self, name: str, status: Status, kind: str, message: str, error_id: str | None = None) -> CallOutcome:
@@ -319,7 +335,7 @@ class Pipeline:
                 tool_name=name,
                 system=system,
                 ask_user=system.ask_user,
-                guard=self._guard if self._guard is not None else self.guard,
+                guard=self,
                 enabled=available,
             )
         asks: list[RequireApproval] = []

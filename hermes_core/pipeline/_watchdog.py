@@ -15,8 +15,13 @@ import time
 
 __all__ = ["HandlerTimeout", "Watchdog"]
 
-_set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
-_set_async_exc.argtypes = (ctypes.c_ulong, ctypes.py_object)
+_set_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
+    ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
+)
+# the same function with a NULL exception clears a pending one
+_clear_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
+    ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
+)
 
 
 class HandlerTimeout(BaseException):
@@ -50,7 +55,7 @@ class Watchdog:
         with self._lock:
             if token in self._fired:
                 self._fired.discard(token)
-                _set_async_exc(threading.get_ident(), None)  # drop it if it has not been raised yet
+                _clear_async_exc(threading.get_ident(), None)  # drop it if it has not been raised yet
                 return True
         return False
 

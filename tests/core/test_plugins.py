@@ -167,7 +167,8 @@ def test_broken_entry_points_do_not_stop_loading(tmp_path: Path, monkeypatch: py
         raise ValueError("cannot register today")
     """)
     make_dist(site, "hermes-exit", "exit_mod", "import sys\nsys.exit(3)\n")
-    make_dist(site, "hermes-dupe", "dupe_mod", "", ep_name="hermes-raiser")
+    make_dist(site, "hermes-dupe-one", "dupe_one_mod", "", ep_name="shared-name")
+    make_dist(site, "hermes-dupe-two", "dupe_two_mod", "", ep_name="shared-name")
     monkeypatch.syspath_prepend(str(site))
     system = ToolSystem.load(plugins_dir=False)
     records = {r.name: r for r in system.plugin_records()}
@@ -175,7 +176,9 @@ def test_broken_entry_points_do_not_stop_loading(tmp_path: Path, monkeypatch: py
     assert records["hermes-bad-hook"].stage == "register" and "surprise" in records["hermes-bad-hook"].error
     assert records["hermes-raiser"].stage == "register_tools" and "cannot register today" in records["hermes-raiser"].error
     assert records["hermes-exit"].status == "failed"
-    assert any("duplicate plugin name" in (r.error or "") for r in system.plugin_records())
+    dupes = [r for r in system.plugin_records() if r.name.startswith("shared-name")]
+    assert sorted(r.status for r in dupes) == ["failed", "loaded"]
+    assert any("duplicate plugin name 'shared-name'" in (r.error or "") for r in dupes)
 
 
 def test_blocking_and_load_lists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
