@@ -48,15 +48,22 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 
+_impl: Any = None  # (limiter_for, ConfigError), imported on the first call
+
+
 @hookimpl
 def pre_tool_call(name: str, context: CallContext) -> Block | None:
     """Take a token for this call; block it with a retry hint when a bucket is empty."""
-    from ._state import limiter_for
-    from .config import ConfigError
+    global _impl
+    if _impl is None:
+        from ._state import limiter_for
+        from .config import ConfigError
 
+        _impl = (limiter_for, ConfigError)
+    get_limiter, config_error = _impl
     try:
-        limiter = limiter_for(context)
-    except ConfigError as exc:
+        limiter = get_limiter(context)
+    except config_error as exc:
         return Block(f"the rate limiter is misconfigured: {exc}")
     verdict = limiter.check(name, context.session_id)
     return None if verdict.allowed else Block(verdict.reason)

@@ -50,6 +50,7 @@ class RateLimiter:
             else:
                 backend = MemoryBackend()
         self.backend = backend
+        self._plans: dict[tuple[str, str], tuple[list[Bucket], list[str]]] = {}
 
     @classmethod
     def from_section(cls, section: Mapping[str, Any]) -> RateLimiter:
@@ -57,6 +58,15 @@ class RateLimiter:
         return cls(LimitConfig.parse(section))
 
     def _buckets(self, tool: str, session: str) -> tuple[list[Bucket], list[str]]:
+        plan = self._plans.get((tool, session))
+        if plan is None:
+            if len(self._plans) >= 4096:
+                self._plans.clear()
+            plan = self._plans[(tool, session)] = self._plan(tool, session)
+        return plan
+
+    def _plan(self, tool: str, session: str) -> tuple[list[Bucket], list[str]]:
+        """The buckets a call of ``tool`` in ``session`` draws from, with the message for each."""
         cfg, prefix = self.config, self.config.key_prefix
         buckets, labels = [], []
         if cfg.global_rate is not None:
