@@ -10,14 +10,25 @@ import click
 from hermes_core import CallContext
 
 from .chain import verify_file
-from .settings import default_path
+from .settings import AuditSettings
 from .sqlite_mirror import sync_sqlite
 
 __all__ = ["audit_group"]
 
 
-def _default() -> Path:
-    return default_path(CallContext().data_dir)
+def _settings() -> AuditSettings:
+    """The audit settings of this ``hermes`` invocation (its ``--config``), without loading any plugin."""
+    section: dict[str, Any] = {}
+    try:
+        from hermes_core.cli import get_state
+    except ImportError:  # an older hermes-tools without plugin access to the CLI state
+        pass
+    else:
+        section = get_state().load_config().plugin_section("audit")
+    try:
+        return AuditSettings.from_section(section, CallContext().data_dir)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @click.group("audit")
@@ -30,8 +41,8 @@ def audit_group() -> None:
 @click.option("--anchor", metavar="HASH", help="A hash noted earlier that must still be in the chain.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def verify_command(path: Path | None, anchor: str | None, as_json: bool) -> None:
-    """Verify the hash chain of PATH (default: <data dir>/audit/audit.jsonl). Exit 1 on any problem."""
-    target = path if path is not None else _default()
+    """Verify the hash chain of PATH (default: the configured audit file). Exit 1 on any problem."""
+    target = path if path is not None else _settings().path
     report = verify_file(target, anchor=anchor)
     if as_json:
         import json
@@ -54,11 +65,19 @@ def verify_command(path: Path | None, anchor: str | None, as_json: bool) -> None
 
 
 @audit_group.command("sqlite")
-@click.argument("path", required=False, type=click.Path(dir_okay=False, exists=True, path_type=Path))
-@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), help="Default: PATH with .sqlite3.")
+@click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), help="Default: the configured mirror.")
 def sqlite_command(path: Path | None, db: Path | None) -> None:
-    """Copy into the SQLite mirror every record of PATH that it lacks."""
-    source = path if path is not None else _default()
-    target = db if db is not None else source.with_suffix(".sqlite3")
+    """Copy into the SQLite mirror every record of PATH (default: the configured audit file) that it lacks."""
+    settings = _settings()
+    source = path if path is not None else settings.path
+    if not source.exists():
+        raise click.ClickException(f"{source}: no such file")
+    if db is not None:
+        target = db
+    elif path is None and settings.sqlite is not None:
+        target = settings.sqlite
+    else:
+        target = source.with_suffix(".sqlite3")
     added = sync_sqlite(source, target)
     click.echo(f"{target}: {added} record(s) added")

@@ -38,6 +38,7 @@ def build_fields(
     """The record fields of one finished call (``seq`` and the hashes are added by the writer)."""
     from datetime import UTC, datetime
 
+    decision = decision_of(outcome)
     return {
         "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "call_id": outcome.call_id or None,
@@ -45,8 +46,9 @@ def build_fields(
         "tool": name,
         "toolset": getattr(entry, "toolset", None),
         "plugin": getattr(entry, "plugin", None),
-        "args_sha256": args_sha256(arguments),
-        "decision": decision_of(outcome),
+        # a rejected call's arguments were never parsed: there is nothing meaningful to hash
+        "args_sha256": None if decision == "rejected" else args_sha256(arguments),
+        "decision": decision,
         "status": outcome.status,
         "error_kind": outcome.error_kind,
         "duration_ms": round(float(outcome.duration_ms), 3),

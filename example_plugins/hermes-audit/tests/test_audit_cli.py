@@ -72,3 +72,45 @@ def test_sqlite_command(cli: click.Group, tmp_path: Path) -> None:
     con = sqlite3.connect(tmp_path / "audit.sqlite3")
     assert con.execute("SELECT count(*) FROM calls").fetchone() == (4,)
     con.close()
+
+
+def test_verify_follows_the_config_file(
+    cli: click.Group, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+    (tmp_path / "config.toml").write_text('[plugins.audit]\npath = "custom.jsonl"\nsqlite = "custom.db"\n')
+    write_records(tmp_path / "data" / "audit" / "custom.jsonl", 3, time="2025-01-01T00:00:00Z")
+    result = CliRunner().invoke(cli, ["audit", "verify"])
+    assert result.exit_code == 0 and "custom.jsonl: OK: 3 records" in result.output
+    result = CliRunner().invoke(cli, ["audit", "sqlite"])
+    assert result.exit_code == 0 and "custom.db: 3 record(s) added" in result.output
+
+
+def test_bad_audit_section_is_a_clear_error(
+    cli: click.Group, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+    (tmp_path / "config.toml").write_text("[plugins.audit]\nsqlite = 3\n")
+    result = CliRunner().invoke(cli, ["audit", "verify"])
+    assert result.exit_code == 1 and "sqlite must be true, false or a path" in result.output
+
+
+def test_the_real_hermes_command(tmp_path: Path) -> None:
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    hermes = shutil.which("hermes", path=str(Path(sys.executable).parent))
+    assert hermes is not None, "the hermes console script is not installed next to this Python"
+    env = {**os.environ, "HERMES_HOME": str(tmp_path), "HERMES_LOAD_PLUGINS": "audit"}
+    path = tmp_path / "data" / "audit" / "audit.jsonl"
+    write_records(path, 2)
+    done = subprocess.run([hermes, "audit", "verify"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "OK: 2 records" in done.stdout
+    lines = read_lines(path)
+    write_lines(path, [lines[1]])
+    done = subprocess.run([hermes, "audit", "verify"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "line 1 (seq 2): prev_hash does not match" in done.stderr
