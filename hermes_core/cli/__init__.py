@@ -1,0 +1,34 @@
+"""The ``hermes`` command: tools, toolsets, schemas, calls, plugins, the doctor and the config file.
+
+``main()`` is the console script. Plugins add commands through the ``register_commands(cli)`` hook; a
+plugin command reaches the invocation's tool system with ``current_system()``.
+"""
+
+from __future__ import annotations
+
+from ._app import HermesGroup, cli
+from ._call import EXIT_CODES, call_command
+from ._config_cmd import config_group
+from ._plugins import plugins_group
+from ._state import ConfigFailure, State, current_system, get_state
+from ._tools import tools_group
+from ._toolsets import schema_group, toolsets_command
+
+__all__ = [
+    "EXIT_CODES",
+    "ConfigFailure",
+    "HermesGroup",
+    "State",
+    "cli",
+    "current_system",
+    "get_state",
+    "main",
+]
+
+for _command in (tools_group, toolsets_command, schema_group, call_command, plugins_group, config_group):
+    cli.add_command(_command)
+
+
+def main() -> None:
+    """Run the ``hermes`` command line."""
+    cli.main(prog_name="hermes")

@@ -1,0 +1,111 @@
+"""``hermes call NAME [JSON | key=value ...]``: one tool call through the full pipeline."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from ._output import emit_json
+from ._state import get_state
+
+__all__ = ["EXIT_CODES", "call_command", "parse_call_arguments", "terminal_ask_user"]
+
+EXIT_CODES = {"ok": 0, "error": 1, "blocked": 3, "denied": 4}
+
+
+def parse_call_arguments(items: Sequence[str]) -> dict[str, Any]:
+    """One JSON object, or ``key=value`` pairs whose values are JSON when they parse and strings otherwise."""
+    if len(items) == 1 and items[0].lstrip().startswith("{"):
+        try:
+            value = json.loads(items[0])
+        except ValueError as err:
+            raise click.BadParameter(f"invalid JSON arguments: {err}", param_hint="ARGUMENTS") from None
+        if not isinstance(value, dict):
+            raise click.BadParameter("JSON arguments must be an object", param_hint="ARGUMENTS")
+        return value
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(
+                f"expected key=value or one JSON object, got {item!r}", param_hint="ARGUMENTS"
+            )
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out
+
+
+def terminal_ask_user(question: str, choices: Sequence[str] | None = None) -> str:
+    """Ask on the terminal (stderr prompt, so stdout keeps only the result); choices by number or text."""
+    click.echo(question, err=True)
+    if not choices:
+        return str(click.prompt("answer", err=True))
+    for number, choice in enumerate(choices, 1):
+        click.echo(f"  {number}. {choice}", err=True)
+    answer = str(click.prompt("choice", err=True)).strip()
+    if answer.isdigit() and 1 <= int(answer) <= len(choices):
+        return choices[int(answer) - 1]
+    return answer
+
+
+def _terminal_approver() -> Any:
+    """The interactive approver of ``hermes_core.security``, or None (the headless default) without it."""
+    import importlib
+
+    try:
+        factory = getattr(importlib.import_module("hermes_core.security"), "TerminalApprover", None)
+    except ImportError:
+        return None
+    return factory() if factory is not None else None
+
+
+@click.command("call", context_settings={"ignore_unknown_options": True})
+@click.argument("name")
+@click.argument("arguments", nargs=-1, type=click.UNPROCESSED)
+@click.option("--toolset", "toolsets", multiple=True, metavar="T", help="Enable these toolsets for the call.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the whole outcome (status, timing, error id) as JSON."
+)
+def call_command(name: str, arguments: tuple[str, ...], toolsets: tuple[str, ...], as_json: bool) -> None:
+    """Run tool NAME like the model would and print the result the model would see.
+
+    ARGUMENTS is one JSON object ('{"path": "README.md"}') or key=value pairs (values are parsed as
+    JSON when they parse: n=3 is a number, flag=true a boolean, else a string). On a terminal, dangerous
+    actions ask for approval and tools may ask questions; otherwise anything needing approval is denied.
+
+    \b
+    Exit status: 0 ok, 1 error, 3 blocked (a policy hook refused it), 4 denied (not approved),
+    2 usage or configuration error.
+    """
+    args = parse_call_arguments(arguments)
+    state = get_state()
+    if sys.stdin.isatty() and not state.loaded:
+        state.approver = _terminal_approver()
+        state.ask_user = terminal_ask_user
+    system = state.system()
+    outcome = system.call_outcome(name, args, enabled=list(toolsets) or None)
+    if as_json:
+        emit_json(
+            {
+                "name": outcome.name,
+                "status": outcome.status,
+                "result": outcome.result,
+                "duration_ms": round(outcome.duration_ms, 3),
+                "error_kind": outcome.error_kind,
+                "error_id": outcome.error_id,
+                "truncated": outcome.truncated,
+                "full_output_path": outcome.full_output_path,
+            }
+        )
+    else:
+        click.echo(outcome.result)
+        if outcome.status != "ok":
+            detail = f" ({outcome.error_kind})" if outcome.error_kind else ""
+            click.echo(f"hermes: call {outcome.status}{detail}", err=True)
+    click.get_current_context().exit(EXIT_CODES.get(outcome.status, 1))

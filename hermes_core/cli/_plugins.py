@@ -1,0 +1,123 @@
+"""``hermes plugins list`` and ``hermes plugins doctor``."""
+
+from __future__ import annotations
+
+import click
+
+from ._output import emit_json, emit_table, is_terminal
+from ._state import get_state
+from ._tools import source_label
+
+__all__ = ["plugins_group"]
+
+
+@click.group("plugins")
+def plugins_group() -> None:
+    """Inspect and diagnose plugins (entry points, drop-in files, the built-ins)."""
+
+
+@plugins_group.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Also blocked plugins and skipped drop-in files.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+def list_command(show_all: bool, as_json: bool) -> None:
+    """List plugins: name, distribution, version, source, status, hooks and tools.
+
+    Plain columns: name, distribution, version, source, status, hooks, tools, error or note.
+    """
+    records = get_state().system().plugin_records()
+    rows = []
+    for record in records:
+        if not show_all and record.status in ("blocked", "skipped"):
+            continue
+        rows.append({**record.as_dict(), "source": source_label(record.source, record.distribution)})
+    if as_json:
+        emit_json(rows)
+        return
+    emit_table(
+        ["name", "distribution", "version", "source", "status", "hooks", "tools", "error / note"],
+        [
+            [
+                r["name"],
+                r["distribution"],
+                r["version"],
+                r["source"],
+                r["status"],
+                r["hooks"],
+                len(r["tools"]) if is_terminal() else r["tools"],
+                r["error"] or r["note"],
+            ]
+            for r in rows
+        ],
+        title=f"{len(rows)} plugins",
+    )
+
+
+@plugins_group.command("doctor")
+@click.option(
+    "--json", "as_json", is_flag=True, help='Print {"ok": ..., "plugins": [...], "problems": [...]}.'
+)
+@click.option("--strict", is_flag=True, help="Warnings (hidden tools, missing version ranges) fail too.")
+@click.option("--timeout", default=30.0, show_default=True, help="Seconds allowed for each isolated import.")
+def doctor_command(as_json: bool, strict: bool, timeout: float) -> None:
+    """Check every plugin: import (isolated, timed), hooks, schemas, clashes, checks, blocks, versions.
+
+    Exit status 0 when healthy, 1 when any error is found (with --strict, any warning too). Each problem
+    comes with a one-line fix. Plain lines: severity, plugin, check, message, fix.
+    """
+    from ._doctor import run_doctor
+
+    report = run_doctor(get_state().system(), timeout=timeout)
+    failing = {"error", "warning"} if strict else {"error"}
+    healthy = not any(p.severity in failing for p in report.problems)
+    if as_json:
+        emit_json({**report.as_dict(), "ok": healthy})
+    elif is_terminal():
+        _print_rich(report.plugins, [p.as_dict() for p in report.problems])
+    else:
+        for p in report.problems:
+            click.echo("\t".join([p.severity, p.plugin, p.check, p.message, p.fix]))
+    if not as_json:
+        errors = sum(p.severity == "error" for p in report.problems)
+        warnings = sum(p.severity == "warning" for p in report.problems)
+        verdict = "healthy" if healthy else "problems found"
+        click.echo(
+            f"{len(report.plugins)} plugins checked: {errors} errors, {warnings} warnings: {verdict}",
+            err=True,
+        )
+    if not healthy:
+        click.get_current_context().exit(1)
+
+
+def _print_rich(plugins: list[dict[str, object]], problems: list[dict[str, str]]) -> None:
+    emit_table(
+        ["plugin", "source", "status", "import ms", "tools", "problems"],
+        [
+            [
+                p["name"],
+                p["source"],
+                p["status"],
+                _ms(p["import_check"]),
+                len(p["tools"]) if isinstance(p["tools"], list) else 0,
+                p["problems"],
+            ]
+            for p in plugins
+        ],
+        title="Plugins",
+        rich_output=True,
+    )
+    if problems:
+        emit_table(
+            ["severity", "plugin", "check", "problem", "fix"],
+            [[p["severity"], p["plugin"], p["check"], p["message"], p["fix"]] for p in problems],
+            title="Problems",
+            rich_output=True,
+        )
+
+
+def _ms(check: object) -> str:
+    if not isinstance(check, dict):
+        return ""
+    if check.get("skipped"):
+        return f"({check['skipped']})"
+    ms = check.get("ms")
+    return f"{ms:.1f}" if isinstance(ms, float) else ""
