@@ -28,15 +28,16 @@ args = ["--root", "."]
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Config", "ConfigError", "load_config", "resolve_secret"]
+__all__ = ["Config", "ConfigError", "load_config", "resolve_secret", "update_config"]
 
 
 class ConfigError(ValueError):
@@ -269,3 +270,63 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any] | Config | No
     config = parse_config(text, str(path))
     config.path = path
     return config
+
+
+def update_config(path: str | os.PathLike[str], mutate: Callable[[Any], None]) -> Config:
+    """Edit the TOML file at ``path`` in place, keeping the user's comments and formatting.
+
+    ``mutate`` receives the tomlkit document (a dict-like) and changes it. The result is validated like any
+    configuration before it replaces the file, atomically (temporary file + ``os.replace``), so a reader
+    never sees half a file and a bad edit leaves the old file untouched (``ConfigError``). A missing file
+    is created. Concurrent writers are serialised with a lock file where the platform has ``fcntl``.
+    """
+    import tempfile
+
+    import tomlkit
+
+    target = Path(path).expanduser()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _write_lock(target):
+        try:
+            text = target.read_text("utf-8")
+        except FileNotFoundError:
+            text = ""
+        try:
+            document = tomlkit.parse(text)
+        except Exception as err:  # tomlkit's parse errors carry the line and column
+            raise ConfigError(f"{target}: invalid TOML: {err}") from None
+        mutate(document)
+        new_text = tomlkit.dumps(document)
+        config = parse_config(new_text, str(target))
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(new_text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            try:
+                os.chmod(tmp, target.stat().st_mode & 0o7777)
+            except FileNotFoundError:
+                pass
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    config.path = target
+    return config
+
+
+@contextlib.contextmanager
+def _write_lock(target: Path) -> Iterator[None]:
+    try:
+        import fcntl
+    except ImportError:  # no advisory locks on this platform: atomic replace still protects readers
+        yield
+        return
+    with open(target.with_name(f".{target.name}.lock"), "a+") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
