@@ -108,6 +108,7 @@ class Ctx:
     upstream: Stage | None = None
     dynamic_args: bool = False
     via_sudo: bool = False
+    fields: list[tuple[str, set[str], str]] = field(default_factory=list)
 
 
 class Analyzer:
@@ -250,7 +251,9 @@ class Analyzer:
             ctx.taints |= taints
             ctx.var_names |= names
             ctx.dynamic_args = ctx.dynamic_args or dynamic
-            argv.extend(fields)
+            for f in fields:
+                ctx.fields.append((f, names, argv[-1] if argv else ""))
+                argv.append(f)
         from ._rules import check_assignments
 
         check_assignments(self, assigns, ctx)
@@ -352,7 +355,7 @@ class Analyzer:
                     stmt = sql_findings(text)
                     if stmt:
                         self.add("database_drop", part, f"pipes a destructive statement ({stmt}) to a database")
-            if stage.consumes == "crontab" and produced:
+            if stage.consumes == "crontab" and (produced or texts):
                 self.add("crontab", part, "replaces the crontab with piped text")
             produced |= stage.produces
             if stage.text is not None:

@@ -28,7 +28,7 @@ _FORK_LOOP = re.compile(
 )
 _DECODE_EXEC = re.compile(
     r"\b(exec|eval|compile|Function|system)\s*\(\s*[^)]{0,80}?(b64decode|base64|a2b_|fromhex|unhexlify|decompress|"
-    r"codecs\.decode|rot.?13|atob|Buffer\.from|unpack|decode\s*\(|chr\s*\(|\[::-1\]|reversed|marshal\.loads|urlopen|"
+    r"codecs\.decode|rot.?13|atob|pack\s*\(|Buffer\.from|unpack|decode\s*\(|chr\s*\(|\[::-1\]|reversed|marshal\.loads|urlopen|"
     r"requests\.get|urllib|http\.get|fetch\(|read\(\))",
     re.S,
 )
@@ -45,7 +45,7 @@ _NET_SEND = re.compile(r"requests\.(post|get|put)|urlopen|urllib|http\.client|fe
 def code_findings(code: str) -> list[CodeFinding]:
     """Findings for inline interpreter code (any language)."""
     out: list[CodeFinding] = []
-    if _SOCKET.search(code) and _SHELLISH.search(code):
+    if (_SOCKET.search(code) and _SHELLISH.search(code)) or re.search(r"/inet/(tcp|udp)/", code):
         out.append(("reverse_shell", "interpreter code connects a socket to a shell", True))
     if _FORK_LOOP.search(code):
         out.append(("fork_bomb", "interpreter code forks in an endless loop", True))

@@ -159,6 +159,9 @@ def _unwrap(az: Analyzer, argv: list[str], ctx: Ctx) -> list[str] | None:
                     az.add("privilege_escalation", ctx.part, "opens an interactive root shell")
                 return None
             ctx.via_sudo = True
+            for a in argv[1 : len(argv) - len(rest)]:
+                if re.match(r"LD_(PRELOAD|LIBRARY_PATH)=", a):
+                    az.add("privilege_escalation", ctx.part, "preloads a library into a privileged command")
             argv = rest
             continue
         if name == "timeout" or name == "gtimeout":
@@ -221,6 +224,8 @@ def run_argv(az: Analyzer, argv: list[str], ctx: Ctx) -> Stage:
         return stage
     if name in az.functions:
         return stage
+    if core[0] in az.downloaded or (core[0].startswith(("/", "./", "~")) and normalize(core[0]) in {normalize(d) for d in az.downloaded}):
+        az.add("remote_code_execution", ctx.part, f"runs {core[0]}, downloaded earlier in the same command")
     fn = _RULES.get(name)
     if fn is not None:
         fn(az, core, ctx, stage)
@@ -281,20 +286,16 @@ def _sender_args(az: Analyzer, name: str, argv: list[str], ctx: Ctx, stage: Stag
         az.add("exfiltration", ctx.part, "sends the environment or a credential over the network", True)
     secret_vars = {v for v in ctx.var_names if _SECRET_NAME.search(v)}
     if secret_vars and name in DOWNLOADERS:
-        header_only = all(
-            not any(v in a for v in secret_vars) or (i > 0 and argv[i - 1] in ("-H", "--header", "-u", "--user"))
-            for i, a in enumerate(argv)
-        )
-        if not header_only and not _mentions_vars_in_headers(argv):
-            az.add("exfiltration", ctx.part, f"sends secret variables ({', '.join(sorted(secret_vars))}) in a URL or body")
+        exposed = {
+            v
+            for k, (_text, names, prev) in enumerate(ctx.fields)
+            for v in names
+            if _SECRET_NAME.search(v) and prev not in ("-H", "--header", "-u", "--user", "--oauth2-bearer") and k > 0
+        }
+        if exposed:
+            az.add("exfiltration", ctx.part, f"sends secret variables ({', '.join(sorted(exposed))}) in a URL or body")
     elif secret_vars and name in ("dig", "nslookup", "host", "ping") | NET_TOOLS:
         az.add("exfiltration", ctx.part, "sends secret variables over the network")
-
-
-def _mentions_vars_in_headers(argv: list[str]) -> bool:
-    return any(a in ("-H", "--header", "-u", "--user", "--oauth2-bearer") for a in argv) and not any(
-        a in ("-d", "--data", "--data-raw", "--data-binary", "-F", "--form", "--data-urlencode") for a in argv
-    ) and not any(UNKNOWN in a and a.startswith("http") for a in argv)
 
 
 # -- assignments ----------------------------------------------------------------------------------------
@@ -466,6 +467,28 @@ def _shell_like(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage, lang: str
         if a in ("--eval", "--print", "--command", "--exec") and i + 1 < len(args):
             payload = args[i + 1]
             break
+        if a.startswith("-") and len(a) > 1 and not a.startswith("--") and lang != "shell":
+            letters = a[1:]
+            value_opts = {"ruby": "rIECTWx", "perl": "MImIdDCx", "python": "WXQ", "node": "r", "php": "cdz", "lua": "l"}
+            found_code = False
+            for k, ch in enumerate(letters):
+                if ch in value_opts.get(lang, ""):
+                    if k == len(letters) - 1:
+                        i += 1
+                    break
+                if ch in cflags:
+                    rest_letters = letters[k + 1 :]
+                    payload = rest_letters if rest_letters else (args[i + 1] if i + 1 < len(args) else "")
+                    found_code = True
+                    break
+                if lang == "python" and ch == "m":
+                    script_arg = "-m " + (letters[k + 1 :] or (args[i + 1] if i + 1 < len(args) else ""))
+                    found_code = True
+                    break
+            if found_code:
+                break
+            i += 1
+            continue
         if a.startswith("-") and len(a) > 1 and not a.startswith("--"):
             letters = a[1:]
             if any(ch in cflags for ch in letters):
@@ -584,7 +607,9 @@ def _xargs(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
             replace = a[2:]
     inputs: list[str] = []
     up = ctx.upstream
-    if up is not None:
+    if ctx.stdin_text is not None:
+        inputs = ctx.stdin_text.split()
+    elif up is not None:
         if up.text is not None:
             inputs = up.text.split()
         elif up.paths:
@@ -642,7 +667,7 @@ def _find(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
             end = k + 1
             while end < len(args) and args[end] not in (";", "+", "\\;"):
                 end += 1
-            cmd = [UNKNOWN if x == "{}" else x for x in args[k + 1 : end]]
+            cmd = list(args[k + 1 : end])
             if cmd:
                 sub = run_argv(az, cmd, Ctx(part=ctx.part, taints=set(ctx.taints)))
                 if sub.name in _DESTRUCTIVE_EXEC:
@@ -815,6 +840,9 @@ def _perms(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
         return
     for t in targets:
         risk = deletion_risk(t, az.workspace)
+        strict = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/boot", "/sys", "/proc", "/dev", "/root")
+        if risk is not None and risk[0] != "hardline" and not any(is_inside(normalize(t), d) for d in strict):
+            risk = None
         if risk is not None and (recursive or risk[0] == "hardline"):
             az.add("permissions", ctx.part, f"{name} {'-R ' if recursive else ''}on {risk[1]}",
                    risk[0] == "hardline" and recursive and normalize(t) in ("/", "~"))  # fmt: skip
@@ -835,11 +863,23 @@ def _kill(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
         az.add("kill_all", ctx.part, "signals every process", True)
         return
     if name == "kill":
-        pids = [a for a in args if re.fullmatch(r"-?\d+", a)]
-        sig_given = any(re.fullmatch(r"-(\d+|[A-Z]+|SIG[A-Z]+)", a) or a in ("-s", "-n") for a in args)
-        targets = pids[1:] if sig_given and pids and not any(a in ("-s", "-n") for a in args) else pids
-        if any(a in ("-s", "-n") for a in args):
-            targets = [p for p in pids if p != args[args.index("-s" if "-s" in args else "-n") + 1]]
+        targets: list[str] = []
+        i = 0
+        while i < len(args):
+            a = args[i]
+            if a in ("-s", "-n", "--signal"):
+                i += 2
+                continue
+            if a == "--":
+                targets.extend(args[i + 1 :])
+                break
+            if i == 0 and re.fullmatch(r"-(\d+|[A-Za-z]+[A-Za-z0-9+-]*)", a) and len(args) > 1:
+                i += 1
+                continue
+            if a in ("-l", "-L"):
+                return
+            targets.append(a)
+            i += 1
         if "-1" in targets or "1" in targets:
             az.add("kill_all", ctx.part, "signals every process (or init)", True)
         return

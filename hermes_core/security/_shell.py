@@ -410,7 +410,7 @@ class _Parser:
         if self._peek_word() != "in":
             raise ShellSyntaxError("case without 'in'")
         self.i += 2
-        pipelines: list[Pipeline] = [Pipeline([Simple([subject], [], subject.raw)])]
+        pipelines: list[Pipeline] = [Pipeline([Simple([Word([Piece("lit", "__case__")], ""), subject], [], subject.raw)])]
         while True:
             self._skip_blank()
             if self._peek_word() == "esac":

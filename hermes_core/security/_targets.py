@@ -187,6 +187,9 @@ def credential_path(raw: str, workspace: str | None = None) -> str | None:
     if raw.startswith(UNKNOWN) or not raw:
         return None
     path = normalize(raw, workspace)
+    path = re.sub(r"^/(home|Users)/[^/]+(?=/)", "~", path)
+    if path in ("~/.ssh", "~/.gnupg", "~/.aws"):
+        return path
     for rx in _CREDENTIALS:
         if rx.search(path):
             return path
