@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from pathlib import Path
 from typing import Any
 
 from hermes_core import CallContext
@@ -14,7 +15,9 @@ from .writer import AuditWriter
 __all__ = ["writer_for"]
 
 # One writer per tool system, reopened when its audit section or data dir changes; closed with the system.
-_Cached = tuple[AuditSettings, AuditWriter | None]
+# The cache key is the raw section and data dir, so the common case parses nothing.
+_Key = tuple[dict[str, Any], Path]
+_Cached = tuple[_Key, AuditWriter | None]
 _writers: weakref.WeakKeyDictionary[Any, _Cached] = weakref.WeakKeyDictionary()
 _unbound: dict[str, _Cached] = {}
 _lock = threading.Lock()
@@ -25,16 +28,20 @@ def _cached(system: Any) -> _Cached | None:
 
 
 def writer_for(context: CallContext) -> AuditWriter | None:
-    """The audit writer of the calling system (None when ``[plugins.audit] enabled = false``)."""
-    settings = AuditSettings.from_section(context.plugin_config("audit"), context.data_dir)
+    """The audit writer of the calling system (None when ``[plugins.audit] enabled = false``).
+
+    Raises ``ValueError`` for a malformed ``[plugins.audit]`` section.
+    """
+    key = (context.plugin_config("audit"), context.data_dir)
     system = context.system
     cached = _cached(system)
-    if cached is not None and cached[0] == settings:
+    if cached is not None and cached[0] == key:
         return cached[1]
     with _lock:
         cached = _cached(system)
-        if cached is not None and cached[0] == settings:
+        if cached is not None and cached[0] == key:
             return cached[1]
+        settings = AuditSettings.from_section(*key)
         if cached is not None and cached[1] is not None:
             cached[1].close()
         writer = (
@@ -43,9 +50,9 @@ def writer_for(context: CallContext) -> AuditWriter | None:
             else None
         )
         if system is None:
-            _unbound[""] = (settings, writer)
+            _unbound[""] = (key, writer)
         else:
-            _writers[system] = (settings, writer)
+            _writers[system] = (key, writer)
             on_close = getattr(system, "on_close", None)
             if writer is not None and on_close is not None:
                 on_close(writer.close)

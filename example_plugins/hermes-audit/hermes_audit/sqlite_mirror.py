@@ -42,6 +42,8 @@ class SqliteMirror:
         self._db = sqlite3.connect(self.path, timeout=10, check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
         self._db.execute("PRAGMA journal_mode=WAL")
+        # the JSONL file is the durable record; a mirror row lost to a power cut is restored by a sync
+        self._db.execute("PRAGMA synchronous=NORMAL")
         columns = ", ".join(f"{name} {kind}" for name, kind in COLUMNS)
         self._db.execute(f"CREATE TABLE IF NOT EXISTS calls ({columns})")
         self._db.execute("CREATE INDEX IF NOT EXISTS calls_tool_time ON calls (tool, time)")
