@@ -11,6 +11,13 @@ from hermes_core import ToolRegistry, hookimpl
 TOOL_MODULES: tuple[str, ...] = (
     "terminal",
     "files",
+    "todo",
+    "memory",
+    "session_search",
+    "clarify",
+    "skills",
+    "kanban",
+    "cronjob",
 )
 
 

@@ -18,9 +18,8 @@ from __future__ import annotations
 import re
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     import sqlite3
@@ -38,8 +37,7 @@ class QueryError(ValueError):
     """The search query has nothing searchable in it."""
 
 
-@dataclass(frozen=True, slots=True)
-class SearchHit:
+class SearchHit(NamedTuple):
     """One matching message: its session, role, UNIX time and a snippet with the matches in ``[...]``."""
 
     session_id: str
@@ -67,7 +65,7 @@ def fts5_available() -> bool:
 
 
 def _quote(term: str) -> str:
-    return '"' + term.replace('"', " ") + '"'
+    return '"' + term.replace('"', " ").replace("\x00", " ") + '"'
 
 
 def build_match_query(query: str) -> str:

@@ -9,11 +9,9 @@ lose each other's updates.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,12 +40,16 @@ def safe_key(value: str, limit: int = 64) -> str:
     cleaned = _SAFE.sub("_", value)[:limit].strip(".") or "_"
     if cleaned == value:
         return cleaned
+    import hashlib
+
     digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return f"{cleaned}-{digest}"
 
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` atomically (temp file + fsync + rename); the old file survives failures."""
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -22,15 +22,13 @@ if it is still due, so two runners never run the same slot twice.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hermes_core import CallContext, ToolError, ToolRegistry
 
@@ -79,8 +77,7 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class JobRun:
+class JobRun(NamedTuple):
     """One executed (or skipped) job: ``status`` is the call's status (ok/error/blocked/denied) or ``skipped``."""
 
     job_id: str
@@ -119,7 +116,7 @@ def next_run_after(schedule: str, after: float) -> float:
     if schedule.startswith("every:"):
         spec = schedule[6:]
         return after + int(spec[:-1]) * _UNITS[spec[-1]]
-    from datetime import datetime
+    from datetime import UTC, datetime
 
     from croniter import croniter
 
@@ -218,7 +215,7 @@ def cronjob(
         _check_tool(context, tool, args)
         now = time.time()
         job: dict[str, Any] = {
-            "id": uuid.uuid4().hex[:8],
+            "id": os.urandom(4).hex(),
             "name": " ".join(name.split()),
             "schedule": norm,
             "tool": tool,

@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 from hermes_core import CallContext, ToolError, ToolRegistry
 
@@ -83,8 +80,7 @@ MANAGE_SCHEMA: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Skill:
+class Skill(NamedTuple):
     name: str
     description: str
     path: Path
@@ -181,7 +177,7 @@ def _relpath(file_path: str) -> PurePosixPath:
     if not file_path or "\x00" in file_path or "\\" in file_path:
         raise ToolError("file_path must be a non-empty relative path using '/'")
     rel = PurePosixPath(file_path)
-    if rel.is_absolute() or any(part in ("..", ".", "") for part in rel.parts):
+    if rel.is_absolute() or any(part in ("..", ".", "") for part in file_path.split("/")):
         raise ToolError(
             f"file_path {file_path!r} must stay inside the skill folder (no absolute paths or '..')"
         )
@@ -269,6 +265,9 @@ def skill_manage(
     context: CallContext,
 ) -> str:
     """Create, edit or delete a user skill, or write or remove one of its linked files."""
+    import shutil
+    import tempfile
+
     _check_name(name)
     root = _user_root(context)
     folder = root / name

@@ -1,0 +1,121 @@
+"""``clarify`` through ``ToolSystem.call`` with a host callback, and the CLI's terminal prompt."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hermes_builtin.tools import clarify
+from hermes_core import ToolRegistry, ToolSystem, hookimpl
+
+
+class _Only:
+    def __init__(self, *modules: Any) -> None:
+        self.modules = modules
+
+    @hookimpl
+    def register_tools(self, registry: ToolRegistry) -> None:
+        for module in self.modules:
+            module.register(registry)
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
+
+
+def _load(tmp_path: Path, ask_user: Any) -> ToolSystem:
+    return ToolSystem.load(
+        plugins_dir=False,
+        load_entry_points=False,
+        plugins=[_Only(clarify)],
+        workspace=tmp_path,
+        ask_user=ask_user,
+    )
+
+
+def test_open_and_multiple_choice_questions_reach_the_callback(tmp_path: Path) -> None:
+    asked: list[tuple[str, Sequence[str] | None]] = []
+
+    def ask(question: str, choices: Sequence[str] | None) -> str:
+        asked.append((question, choices))
+        return "  Postgres  " if choices else "call it hermes"
+
+    with _load(tmp_path, ask) as system:
+        assert system.call("clarify", {"question": "Name of the project?"}) == "User answered: call it hermes"
+        out = system.call("clarify", {"question": "Which DB?", "choices": ["SQLite", "Postgres"]})
+        assert out == "User answered: Postgres"
+    assert asked == [("Name of the project?", None), ("Which DB?", ["SQLite", "Postgres"])]
+
+
+def test_without_a_callback_the_call_fails_clearly(tmp_path: Path) -> None:
+    with _load(tmp_path, None) as system:
+        outcome = system.call_outcome("clarify", {"question": "Proceed?"})
+    assert outcome.status == "error"
+    assert "no user is available" in outcome.result
+
+
+def test_empty_and_huge_answers(tmp_path: Path) -> None:
+    answers = iter(["   ", "z" * 10_000])
+    with _load(tmp_path, lambda q, c: next(answers)) as system:
+        assert system.call("clarify", {"question": "?"}) == "The user gave no answer."
+        out = system.call("clarify", {"question": "?"})
+    assert out.endswith("…(cut)") and len(out) < 4_100
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"question": ""},
+        {"question": "q", "choices": [f"c{i}" for i in range(9)]},
+        {"question": "q", "choices": [""]},
+        {"choices": ["a"]},
+        {"question": "x" * 2001},
+    ],
+)
+def test_broken_arguments_never_reach_the_user(tmp_path: Path, args: dict[str, Any]) -> None:
+    asked: list[str] = []
+    with _load(tmp_path, lambda q, c: asked.append(q) or "yes") as system:
+        outcome = system.call_outcome("clarify", args)
+    assert outcome.error_kind == "invalid_arguments"
+    assert asked == []
+
+
+def test_duplicate_choices_are_refused(tmp_path: Path) -> None:
+    with _load(tmp_path, lambda q, c: "a") as system:
+        outcome = system.call_outcome("clarify", {"question": "q", "choices": ["a", " a "]})
+    assert outcome.status == "error" and "duplicates" in outcome.result
+
+
+_TERMINAL = (
+    "import sys\n"
+    "from hermes_builtin.tools.clarify import terminal_ask_user\n"
+    "choices = sys.argv[1:] or None\n"
+    "print('ANSWER=' + repr(terminal_ask_user('Pick one', choices)))\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("stdin", "choices", "expected"),
+    [
+        ("2\n", ["red", "green"], "'green'"),
+        ("blue-ish\n", ["red", "green"], "'blue-ish'"),
+        ("7\n", ["red", "green"], "'7'"),
+        ("an open answer\n", [], "'an open answer'"),
+        ("", ["red"], "''"),
+    ],
+)
+def test_terminal_prompt_in_a_real_process(stdin: str, choices: list[str], expected: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", _TERMINAL, *choices], input=stdin, capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "? Pick one" in proc.stdout
+    for i, choice in enumerate(choices, 1):
+        assert f"  {i}. {choice}" in proc.stdout
+    assert proc.stdout.rstrip().endswith(f"ANSWER={expected}")

@@ -1,0 +1,309 @@
+"""``cronjob`` through ``ToolSystem.call`` and the scheduler functions ``run_due_jobs`` / ``run_loop``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hermes_builtin.tools import cronjob, todo
+from hermes_builtin.tools.cronjob import JobRun, next_run_after, parse_schedule, run_due_jobs, run_loop
+from hermes_core import ToolError, ToolRegistry, ToolSystem, hookimpl
+
+T0 = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
+
+
+def _append(path: str, text: str, delay: float = 0.0) -> str:
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(text + "\n")
+    time.sleep(delay)
+    return f"appended {text}"
+
+
+_APPEND_SCHEMA = {
+    "name": "append_line",
+    "description": "Append a line to a file.",
+    "parameters": {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "text": {"type": "string"}, "delay": {"type": "number"}},
+        "required": ["path", "text"],
+    },
+}
+
+
+class _Plugin:
+    @hookimpl
+    def register_tools(self, registry: ToolRegistry) -> None:
+        cronjob.register(registry)
+        todo.register(registry)
+        registry.register(name="append_line", toolset="testing", schema=_APPEND_SCHEMA, handler=_append)
+
+
+@pytest.fixture
+def system(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
+    s = ToolSystem.load(plugins_dir=False, load_entry_points=False, plugins=[_Plugin()], workspace=tmp_path)
+    yield s
+    s.close()
+
+
+def _ok(system: ToolSystem, args: dict[str, Any]) -> str:
+    outcome = system.call_outcome("cronjob", args)
+    assert outcome.ok, outcome.result
+    return outcome.result
+
+
+def _err(system: ToolSystem, args: dict[str, Any]) -> str:
+    outcome = system.call_outcome("cronjob", args)
+    assert outcome.status == "error", outcome.result
+    return outcome.result
+
+
+def _create(
+    system: ToolSystem, log: Path, schedule: str = "every:10m", text: str = "tick", delay: float = 0
+) -> str:
+    args = {"path": str(log), "text": text, "delay": delay}
+    out = _ok(
+        system,
+        {"action": "create", "name": text, "schedule": schedule, "tool": "append_line", "arguments": args},
+    )
+    return out.split()[2]
+
+
+def _jobs(system: ToolSystem) -> list[dict[str, Any]]:
+    return json.loads((system.data_dir / "cronjob" / "jobs.json").read_text(encoding="utf-8"))["jobs"]
+
+
+def _set_next_run(system: ToolSystem, job_id: str, when: float) -> None:
+    path = system.data_dir / "cronjob" / "jobs.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for job in data["jobs"]:
+        if job["id"] == job_id:
+            job["next_run"] = when
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("raw", "normal"),
+    [
+        ("every:15m", "every:15m"),
+        ("every: 2 h", "every:2h"),
+        ("cron:*/5 * * * *", "cron:*/5 * * * *"),
+        ("0 9 * * 1-5", "cron:0 9 * * 1-5"),
+        ("cron:@daily", "cron:@daily"),
+    ],
+)
+def test_schedules_are_normalized(raw: str, normal: str) -> None:
+    assert parse_schedule(raw) == normal
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "every:30s",
+        "every:0m",
+        "every:400d",
+        "every 5 minutes",
+        "cron:61 * * * *",
+        "* * * *",
+        "0 0 0 * * * *",
+        "tomorrow",
+    ],
+)
+def test_bad_schedules_are_refused(raw: str) -> None:
+    with pytest.raises(ToolError):
+        parse_schedule(raw)
+
+
+def test_next_run_for_intervals_and_cron_in_utc() -> None:
+    assert next_run_after("every:90m", T0) == T0 + 5400
+    # 2023-11-14 22:13:20 UTC is a Tuesday: the next weekday 09:00 UTC is Wednesday 2023-11-15 09:00
+    assert next_run_after("cron:0 9 * * 1-5", T0) == 1_700_038_800.0
+    assert next_run_after("cron:0 9 * * 1-5", 1_700_038_800.0) == 1_700_038_800.0 + 86_400
+
+
+def test_create_list_update_pause_resume_remove(system: ToolSystem, tmp_path: Path) -> None:
+    job_id = _create(system, tmp_path / "log.txt")
+    listing = _ok(system, {"action": "list"})
+    assert listing.startswith("1 job(s):\n" + job_id + " 'tick' [active] every:10m -> append_line(")
+    assert "last never" in listing
+    out = _ok(system, {"action": "update", "job_id": job_id, "schedule": "cron:0 * * * *", "name": "hourly"})
+    assert out.startswith(f"Updated job {job_id} 'hourly' [active] cron:0 * * * *")
+    assert _jobs(system)[0]["next_run"] % 3600 == 0
+    assert "[paused]" in _ok(system, {"action": "pause", "job_id": job_id})
+    assert "[active]" in _ok(system, {"action": "resume", "job_id": job_id})
+    assert _ok(system, {"action": "remove", "job_id": job_id}) == f"Removed job {job_id} 'hourly'."
+    assert _ok(system, {"action": "list"}) == "No scheduled jobs."
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        ({"action": "create", "name": "x", "schedule": "every:5m", "tool": "nope"}, "unknown tool 'nope'"),
+        (
+            {"action": "create", "name": "x", "schedule": "every:5m", "tool": "cronjob"},
+            "cannot call 'cronjob'",
+        ),
+        ({"action": "create", "name": "x", "schedule": "every:1s", "tool": "todo"}, "between 1 minute"),
+        ({"action": "create", "name": "x", "tool": "todo"}, "needs name, schedule and tool"),
+        (
+            {
+                "action": "create",
+                "name": "x",
+                "schedule": "every:5m",
+                "tool": "todo",
+                "arguments": {"action": 5},
+            },
+            "do not fit 'todo'",
+        ),
+        ({"action": "pause", "job_id": "deadbeef"}, "no job 'deadbeef'"),
+        ({"action": "run"}, "needs 'job_id'"),
+        ({"action": "update", "job_id": "deadbeef"}, "needs at least one of"),
+    ],
+)
+def test_bad_requests(system: ToolSystem, args: dict[str, Any], needle: str) -> None:
+    assert needle in _err(system, args)
+    assert not (system.data_dir / "cronjob" / "jobs.json").exists()
+
+
+def test_run_now_goes_through_the_pipeline_and_records_the_result(system: ToolSystem, tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    job_id = _create(system, log, text="now")
+    out = _ok(system, {"action": "run", "job_id": job_id})
+    assert out == f"Ran job {job_id} (append_line): ok\nappended now"
+    assert log.read_text(encoding="utf-8") == "now\n"
+    job = _jobs(system)[0]
+    assert (job["last_status"], job["last_result"], job["run_count"]) == ("ok", "appended now", 1)
+    assert "(ok: appended now)" in _ok(system, {"action": "list"})
+
+
+def test_due_jobs_run_once_even_after_many_missed_slots(system: ToolSystem, tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    job_id = _create(system, log)
+    first = _jobs(system)[0]["next_run"]
+    assert run_due_jobs(system, now=first - 1) == []
+    later = first + 10 * 600 + 5  # ten slots missed
+    runs = run_due_jobs(system, now=later)
+    assert [(r.job_id, r.status, r.result) for r in runs] == [(job_id, "ok", "appended tick")]
+    assert log.read_text(encoding="utf-8") == "tick\n"
+    job = _jobs(system)[0]
+    assert job["next_run"] == later + 600 and job["last_run"] == later
+    assert run_due_jobs(system, now=later + 1) == []
+
+
+def test_paused_jobs_do_not_run_and_resume_skips_missed_slots(system: ToolSystem, tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    job_id = _create(system, log)
+    _ok(system, {"action": "pause", "job_id": job_id})
+    assert run_due_jobs(system, now=time.time() + 86_400) == []
+    _ok(system, {"action": "resume", "job_id": job_id})
+    assert _jobs(system)[0]["next_run"] > time.time() + 500
+    assert not log.exists()
+
+
+def test_failing_jobs_are_recorded_and_do_not_stop_others(system: ToolSystem, tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    good = _create(system, log, text="good")
+    bad_args = {"action": "update", "id": 42, "status": "completed"}
+    _ok(
+        system,
+        {"action": "create", "name": "bad", "schedule": "every:10m", "tool": "todo", "arguments": bad_args},
+    )
+    runs = {r.name: r for r in run_due_jobs(system, now=time.time() + 3600)}
+    assert runs["bad"].status == "error" and "no task with id 42" in runs["bad"].result
+    assert runs["good"].status == "ok" and runs["good"].job_id == good
+    assert log.read_text(encoding="utf-8") == "good\n"
+
+
+_RUNNER = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, sys.argv[1])
+    from test_cronjob import _Plugin
+    from hermes_core import ToolSystem
+    from hermes_builtin.tools.cronjob import run_due_jobs
+    s = ToolSystem.load(plugins_dir=False, load_entry_points=False, plugins=[_Plugin()])
+    while time.time() < float(sys.argv[2]):
+        time.sleep(0.005)
+    for run in run_due_jobs(s):
+        print(run.status, flush=True)
+    s.close()
+    """
+)
+
+
+def test_overlapping_runners_never_run_the_same_job_twice(system: ToolSystem, tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    job_id = _create(system, log, text="slow", delay=0.6)
+    _set_next_run(system, job_id, time.time() - 1)
+    start_at = str(time.time() + 2.0)
+    here = str(Path(__file__).parent)
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _RUNNER, here, start_at], stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    statuses = sorted(line for p in procs for line in p.communicate(timeout=60)[0].split())
+    assert [p.returncode for p in procs] == [0, 0, 0]
+    assert log.read_text(encoding="utf-8") == "slow\n"
+    assert statuses.count("ok") == 1
+    assert set(statuses) <= {"ok", "skipped"}
+    assert _jobs(system)[0]["run_count"] == 1
+
+
+def test_run_now_refuses_while_a_runner_holds_the_job(system: ToolSystem, tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    job_id = _create(system, log, text="slow", delay=0.8)
+    _set_next_run(system, job_id, time.time() - 1)
+    worker = threading.Thread(target=run_due_jobs, args=(system,))
+    worker.start()
+    deadline = time.time() + 5
+    while not log.exists() and time.time() < deadline:
+        time.sleep(0.01)
+    assert "is running right now" in _err(system, {"action": "run", "job_id": job_id})
+    worker.join()
+    assert log.read_text(encoding="utf-8") == "slow\n"
+
+
+def test_run_loop_runs_due_jobs_until_stopped(system: ToolSystem, tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    job_id = _create(system, log, text="loop")
+    _set_next_run(system, job_id, time.time() + 0.3)
+    seen: list[JobRun] = []
+    stop = threading.Event()
+    result: list[int] = []
+    loop = threading.Thread(target=lambda: result.append(run_loop(system, 5.0, stop, seen.append)))
+    loop.start()
+    deadline = time.time() + 10
+    while not seen and time.time() < deadline:
+        time.sleep(0.02)
+    stop.set()
+    loop.join(timeout=5)
+    assert not loop.is_alive()
+    assert [(r.job_id, r.status) for r in seen] == [(job_id, "ok")]
+    assert result == [1]
+    assert log.read_text(encoding="utf-8") == "loop\n"
+
+
+def test_corrupt_jobs_file_is_reported_and_kept(system: ToolSystem) -> None:
+    path = system.data_dir / "cronjob" / "jobs.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"jobs": [', encoding="utf-8")
+    assert "corrupt" in _err(system, {"action": "list"})
+    assert "corrupt" in _err(
+        system,
+        {
+            "action": "create",
+            "name": "x",
+            "schedule": "every:5m",
+            "tool": "todo",
+            "arguments": {"action": "list"},
+        },
+    )
+    assert path.read_text(encoding="utf-8") == '{"jobs": ['
