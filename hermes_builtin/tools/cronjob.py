@@ -1,7 +1,8 @@
 """``cronjob``: scheduled tool calls, plus ``run_due_jobs`` / ``run_loop`` for the ``hermes cron run`` command.
 
 Jobs live in ``<data dir>/cronjob/jobs.json`` (atomic writes under a file lock). A job runs one tool call
-(``tool`` + ``arguments``) through the tool system's pipeline, so hooks, guards and size limits apply.
+(``tool`` + ``arguments``) through the tool system's pipeline, so hooks, guards and size limits apply; its
+calls use the session id ``cron-<job id>``.
 
 Schedules (all times UTC):
 
@@ -306,7 +307,9 @@ def _run_now(context: CallContext, job_id: str) -> str:
         if not got:
             raise ToolError(f"job {job_id} is running right now; try again later")
         started = time.time()
-        outcome = system.call_outcome(job["tool"], dict(job.get("arguments") or {}))
+        outcome = system.call_outcome(
+            job["tool"], dict(job.get("arguments") or {}), session_id=f"cron-{job_id}"
+        )
         _record(data_dir, job_id, started, outcome.status, outcome.result)
     return f"Ran job {job_id} ({job['tool']}): {outcome.status}\n{_cut(outcome.result)}"
 
@@ -358,7 +361,9 @@ def run_due_jobs(system: ToolSystem, now: float | None = None) -> list[JobRun]:
                 continue
             started = time.perf_counter()
             try:
-                outcome = system.call_outcome(claimed["tool"], dict(claimed.get("arguments") or {}))
+                outcome = system.call_outcome(
+                    claimed["tool"], dict(claimed.get("arguments") or {}), session_id=f"cron-{claimed['id']}"
+                )
                 status, result = outcome.status, outcome.result
             except Exception as exc:  # call_outcome should never raise; keep the scheduler alive if it does
                 status, result = "error", f"the scheduler could not run the call: {type(exc).__name__}"

@@ -198,6 +198,17 @@ def test_due_jobs_run_once_even_after_many_missed_slots(system: ToolSystem, tmp_
     assert run_due_jobs(system, now=later + 1) == []
 
 
+def test_jobs_run_in_their_own_session(system: ToolSystem) -> None:
+    args = {"action": "add", "items": ["from cron"]}
+    out = _ok(
+        system, {"action": "create", "name": "t", "schedule": "every:1h", "tool": "todo", "arguments": args}
+    )
+    job_id = out.split()[2]
+    assert [r.status for r in run_due_jobs(system, now=time.time() + 7200)] == ["ok"]
+    assert "[ ] 1. from cron" in system.call("todo", {"action": "list"}, session_id=f"cron-{job_id}")
+    assert "empty" in system.call("todo", {"action": "list"})
+
+
 def test_paused_jobs_do_not_run_and_resume_skips_missed_slots(system: ToolSystem, tmp_path: Path) -> None:
     log = tmp_path / "log.txt"
     job_id = _create(system, log)
