@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import hermes_weather
 import pytest
@@ -116,3 +121,34 @@ def test_zero_config_load_through_the_entry_point(
         assert names(system) == ["get_weather"]
         record = next(r for r in system.plugin_records() if r.tools == ["get_weather"])
         assert record.distribution == "hermes-weather" and record.version == hermes_weather.__version__
+
+
+def test_the_real_hermes_command(weather_env: HTTPServer, tmp_path: Path) -> None:
+    """``pip install hermes-weather`` and ``hermes call get_weather`` works, with no configuration at all."""
+    hermes = shutil.which("hermes", path=str(Path(sys.executable).parent))
+    assert hermes is not None, "the hermes console script is not installed next to this Python"
+    weather_env.expect_oneshot_request("/v1/search").respond_with_json({"results": [BERLIN]})
+    weather_env.expect_oneshot_request("/v1/forecast").respond_with_json(forecast_body(temperature=-3.5))
+    env = {
+        **os.environ,
+        "HERMES_LOAD_PLUGINS": "weather",
+    }  # HERMES_HOME and the base URL come from weather_env
+    done = subprocess.run(
+        [hermes, "call", "get_weather", '{"location": "Berlin"}'],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["temperature"] == -3.5
+    weather_env.expect_oneshot_request("/v1/search").respond_with_json({})
+    done = subprocess.run(
+        [hermes, "call", "get_weather", "location=Nowhere"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "no place named 'Nowhere' was found" in done.stdout + done.stderr
