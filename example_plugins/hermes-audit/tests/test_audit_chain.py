@@ -10,6 +10,8 @@ import pytest
 from audit_support import edit, read_lines, write_lines, write_records
 from hermes_audit import canonical, record_hash, verify_chain, verify_file
 from hermes_audit.chain import GENESIS
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 
 def test_clean_chain_verifies(tmp_path: Path) -> None:
@@ -135,3 +137,35 @@ def test_truncation_is_caught_with_an_anchor(tmp_path: Path) -> None:
 @pytest.mark.parametrize("value", [{"b": 1, "a": [1, 2]}, {"a": [1, 2], "b": 1}])
 def test_canonical_json_ignores_key_order(value: dict) -> None:
     assert canonical(value) == '{"a":[1,2],"b":1}'
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    count=st.integers(min_value=2, max_value=8),
+    data=st.data(),
+)
+def test_any_single_tampering_is_detected(tmp_path: Path, count: int, data: st.DataObject) -> None:
+    path = tmp_path / f"audit-{count}-{id(data)}.jsonl"
+    path.unlink(missing_ok=True)
+    write_records(path, count)
+    lines = read_lines(path)
+    i = data.draw(st.integers(min_value=0, max_value=count - 1), label="line")
+    action = data.draw(st.sampled_from(["edit", "delete", "duplicate", "swap"]), label="action")
+    if action == "edit":
+        key = data.draw(st.sampled_from(["tool", "status", "seq", "prev_hash"]), label="key")
+        value = data.draw(st.one_of(st.text(max_size=5), st.integers()), label="value")
+        if json.loads(lines[i]).get(key) == value:
+            return
+        lines[i] = edit(lines[i], **{key: value})
+    elif action == "delete":
+        if i == count - 1:
+            i = 0  # cutting the last line is only caught with an anchor (tested above)
+        del lines[i]
+    elif action == "duplicate":
+        lines.insert(i, lines[i])
+    else:
+        j = data.draw(st.integers(min_value=0, max_value=count - 1).filter(lambda j: j != i), label="other")
+        lines[i], lines[j] = lines[j], lines[i]
+    write_lines(path, lines)
+    ok, problems = verify_chain(path)
+    assert not ok and problems
