@@ -62,6 +62,10 @@ class Problem:
     message: str
     fix: str
 
+    def __post_init__(self) -> None:
+        self.message = " ".join(self.message.split())  # one line each, whatever the error text looked like
+        self.fix = " ".join(self.fix.split())
+
     def as_dict(self) -> dict[str, str]:
         return asdict(self)
 

@@ -1,0 +1,169 @@
+"""``hermes plugins doctor``: every kind of problem found, with a fix, and the exit status."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from cli_helpers import (
+    BAD_HOOK_ARGS,
+    BROKEN_IMPORT,
+    CLASH,
+    NOT_A_PLUGIN,
+    POLICY,
+    UNKNOWN_HOOK,
+    Run,
+    write_plugin,
+)
+
+from hermes_core.cli._doctor import import_check
+from hermes_core.plugins import PluginRecord
+
+
+def doctor(run: Run, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+    result = run("plugins", "doctor", "--json", *args, env=env)
+    return result.exit_code, json.loads(result.stdout)
+
+
+def problems_of(report: dict[str, Any], plugin: str) -> list[dict[str, str]]:
+    return [p for p in report["problems"] if p["plugin"] == plugin]
+
+
+def test_healthy_plugins_exit_0(greet_home: Path, run: Run) -> None:
+    write_plugin(greet_home, "policy", POLICY)
+    code, report = doctor(run, env={"HERMES_TEST_GREET_TOKEN": "t"})
+    own = [p for p in report["problems"] if p["plugin"].startswith("dropin:")]
+    assert own == []
+    plugins = {p["name"]: p for p in report["plugins"]}
+    check = plugins["dropin:greet"]["import_check"]
+    assert check["ok"] is True and check["ms"] >= 0 and check["skipped"] == ""
+    assert plugins["dropin:policy"]["hooks"] == ["pre_tool_call"]
+    builtin_errors = [p for p in report["problems"] if p["severity"] == "error"]
+    assert report["ok"] is (builtin_errors == [])
+    assert code == (0 if report["ok"] else 1)
+
+
+def test_missing_env_is_a_warning_with_the_variable_named(greet_home: Path, run: Run) -> None:
+    _, report = doctor(run)
+    [problem] = problems_of(report, "dropin:greet")
+    assert problem["severity"] == "warning" and problem["check"] == "check"
+    assert "HERMES_TEST_GREET_TOKEN" in problem["message"]
+    assert problem["fix"].startswith("set HERMES_TEST_GREET_TOKEN")
+    strict_code, strict = doctor(run, "--strict")
+    assert strict_code == 1 and strict["ok"] is False
+
+
+def test_broken_import_fails_with_the_error_and_a_fix(greet_home: Path, run: Run) -> None:
+    write_plugin(greet_home, "broken", BROKEN_IMPORT)
+    code, report = doctor(run, env={"HERMES_TEST_GREET_TOKEN": "t"})
+    assert code == 1 and report["ok"] is False
+    [problem] = problems_of(report, "dropin:broken")
+    assert problem["severity"] == "error" and problem["check"] == "import"
+    assert "ModuleNotFoundError" in problem["message"] and "hermes_no_such_module_xyz" in problem["message"]
+    assert "hermes_no_such_module_xyz" in problem["fix"] and "-p no:dropin:broken" in problem["fix"]
+    row = next(p for p in report["plugins"] if p["name"] == "dropin:broken")
+    assert row["import_check"]["ok"] is False and row["problems"] == 1
+
+
+def test_hook_problems_unknown_hook_and_bad_arguments(greet_home: Path, run: Run) -> None:
+    write_plugin(greet_home, "typo", UNKNOWN_HOOK)
+    write_plugin(greet_home, "badargs", BAD_HOOK_ARGS)
+    code, report = doctor(run)
+    assert code == 1
+    [typo] = problems_of(report, "dropin:typo")
+    assert typo["check"] == "hooks" and "'pre_tool_cal'" in typo["message"]
+    assert "pre_tool_call" in typo["fix"]
+    [badargs] = problems_of(report, "dropin:badargs")
+    assert badargs["check"] == "hooks" and "mood" in badargs["message"]
+
+
+def test_clash_is_reported_against_the_second_plugin(greet_home: Path, run: Run) -> None:
+    write_plugin(greet_home, "zclash", CLASH)
+    code, report = doctor(run)
+    assert code == 1
+    [clash] = problems_of(report, "dropin:zclash")
+    assert clash["check"] == "clash" and "'greet'" in clash["message"]
+    assert "rename" in clash["fix"]
+
+
+def test_provider_and_schema_problems(home: Path, run: Run) -> None:
+    write_plugin(
+        home,
+        "dotted",
+        """
+        from hermes_core import registry
+
+        registry.register(
+            name="weather.now",
+            toolset="dotted",
+            schema={"name": "weather.now", "description": "Dots are fine for MCP only.",
+                    "parameters": {"type": "object", "properties": {}}},
+            handler=lambda: "sunny",
+        )
+        """,
+    )
+    write_plugin(
+        home,
+        "badschema",
+        """
+        from hermes_core import registry
+
+        registry.register(
+            name="bad_schema",
+            toolset="bad",
+            schema={"name": "bad_schema", "parameters": {"type": "object", "properties": {"x": {"type": 5}}}},
+            handler=lambda: "",
+        )
+        """,
+    )
+    code, report = doctor(run)
+    assert code == 1
+    dotted = problems_of(report, "dropin:dotted")
+    assert {p["check"] for p in dotted} == {"provider"}
+    assert any("openai" in p["message"] for p in dotted) and not any("mcp" in p["message"] for p in dotted)
+    [bad] = problems_of(report, "dropin:badschema")
+    assert bad["severity"] == "error" and bad["check"] in ("schema", "import")
+    assert "bad_schema" in bad["message"]
+
+
+def test_blocked_and_skipped_files_are_reported_but_not_imported(greet_home: Path, run: Run) -> None:
+    write_plugin(greet_home, "broken", BROKEN_IMPORT)
+    write_plugin(greet_home, "notes", NOT_A_PLUGIN)
+    result = run("-p", "no:broken", "plugins", "doctor", "--json")
+    code, report = result.exit_code, json.loads(result.stdout)
+    broken = problems_of(report, "dropin:broken")
+    assert [p["check"] for p in broken] == ["blocked"] and broken[0]["severity"] == "info"
+    row = next(p for p in report["plugins"] if p["name"] == "dropin:broken")
+    assert row["import_check"]["skipped"] == "blocked"
+    [notes] = problems_of(report, "dropin:notes")
+    assert notes["severity"] == "warning" and "never imported" in notes["message"]
+    assert code == (0 if report["ok"] else 1)
+
+
+def test_plain_output_one_line_per_problem(greet_home: Path, run: Run) -> None:
+    write_plugin(greet_home, "broken", BROKEN_IMPORT)
+    write_plugin(greet_home, "badargs", BAD_HOOK_ARGS)  # pluggy's message spans several lines
+    result = run("plugins", "doctor")
+    assert result.exit_code == 1
+    lines = [line.split("\t") for line in result.stdout.splitlines()]
+    assert all(len(cols) == 5 for cols in lines)
+    assert ["error", "dropin:broken", "import"] in [cols[:3] for cols in lines]
+    assert ["error", "dropin:badargs", "hooks"] in [cols[:3] for cols in lines]
+    assert "problems found" in result.stderr
+
+
+def test_import_check_times_out_and_reports_exits(tmp_path: Path) -> None:
+    slow = tmp_path / "slow.py"
+    slow.write_text("import time\ntime.sleep(5)\n")
+    record = PluginRecord(name="dropin:slow", source="drop-in", path=str(slow))
+    check = import_check(record, timeout=0.5)
+    assert check.ok is False and "took over 0.5 s" in (check.error or "")
+    leaver = tmp_path / "leaver.py"
+    leaver.write_text("import os\nos._exit(3)\n")
+    check = import_check(PluginRecord(name="dropin:leaver", source="drop-in", path=str(leaver)))
+    assert check.ok is False and "ended the interpreter" in (check.error or "")
+    exits = tmp_path / "exits.py"
+    exits.write_text("import sys\nsys.exit('bye')\n")
+    check = import_check(PluginRecord(name="dropin:exits", source="drop-in", path=str(exits)))
+    assert check.ok is False and check.error == "SystemExit: bye"
