@@ -14,7 +14,18 @@ from dataclasses import dataclass, field
 
 from ._code import code_findings, shell_strings, sql_findings
 from ._expand import SubResult, expand_word
-from ._shell import MAX_DEPTH, FuncDef, Group, Piece, Pipeline, Redirect, Script, ShellSyntaxError, Simple, Word
+from ._shell import (
+    MAX_DEPTH,
+    FuncDef,
+    Group,
+    Piece,
+    Pipeline,
+    Redirect,
+    Script,
+    ShellSyntaxError,
+    Simple,
+    Word,
+)
 from ._shell import parse as parse_shell
 from ._targets import UNKNOWN, credential_path, write_risk
 from ._verdicts import Finding
@@ -22,7 +33,22 @@ from ._verdicts import Finding
 __all__ = ["Analyzer", "Stage", "command_name"]
 
 SHELLS = frozenset(
-    {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "csh", "tcsh", "rbash", "yash", "pdksh", "posh"}
+    {
+        "sh",
+        "bash",
+        "dash",
+        "zsh",
+        "ksh",
+        "mksh",
+        "ash",
+        "fish",
+        "csh",
+        "tcsh",
+        "rbash",
+        "yash",
+        "pdksh",
+        "posh",
+    }
 )
 INTERPRETERS = frozenset(
     {
@@ -31,9 +57,15 @@ INTERPRETERS = frozenset(
     }
 )  # fmt: skip
 AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
-DOWNLOADERS = frozenset({"curl", "wget", "wget2", "fetch", "aria2c", "http", "https", "xh", "curlie", "lwp-request"})
+DOWNLOADERS = frozenset(
+    {"curl", "wget", "wget2", "fetch", "aria2c", "http", "https", "xh", "curlie", "lwp-request"}
+)
 NET_TOOLS = frozenset({"nc", "ncat", "netcat", "socat", "telnet", "cryptcat", "pwncat", "rlwrap-nc"})
-SENDERS = DOWNLOADERS | NET_TOOLS | frozenset({"ssh", "scp", "sftp", "rsync", "ftp", "mail", "mailx", "sendmail", "mutt"})
+SENDERS = (
+    DOWNLOADERS
+    | NET_TOOLS
+    | frozenset({"ssh", "scp", "sftp", "rsync", "ftp", "mail", "mailx", "sendmail", "mutt"})
+)
 DB_CLIENTS = frozenset(
     {
         "psql", "mysql", "mariadb", "sqlite3", "sqlcmd", "cqlsh", "clickhouse-client", "mongo", "mongosh",
@@ -43,7 +75,21 @@ DB_CLIENTS = frozenset(
 )  # fmt: skip
 ENV_DUMPERS = frozenset({"env", "printenv", "set", "export", "declare", "typeset", "compgen"})
 SAFE_DYNAMIC_VARS = frozenset(
-    {"EDITOR", "VISUAL", "PAGER", "PYTHON", "CC", "CXX", "MAKE", "GIT", "DOCKER", "BROWSER", "NODE", "NPM", "GO"}
+    {
+        "EDITOR",
+        "VISUAL",
+        "PAGER",
+        "PYTHON",
+        "CC",
+        "CXX",
+        "MAKE",
+        "GIT",
+        "DOCKER",
+        "BROWSER",
+        "NODE",
+        "NPM",
+        "GO",
+    }
 )
 ENV_SETUP_TOOLS = frozenset(
     {
@@ -187,7 +233,9 @@ class Analyzer:
         if isinstance(cmd, FuncDef):
             self.functions.add(cmd.name)
             if cmd.name and _calls_itself(cmd.body, cmd.name):
-                self.add("fork_bomb", cmd.raw, "a function that starts copies of itself in the background", True)
+                self.add(
+                    "fork_bomb", cmd.raw, "a function that starts copies of itself in the background", True
+                )
             return self.command(cmd.body, upstream)
         if isinstance(cmd, Group):
             inner = self.script(cmd.body)
@@ -320,7 +368,9 @@ class Analyzer:
                 risk = write_risk(target, self.workspace)
                 if risk is not None:
                     level, category, what = risk
-                    if category == "history_wipe" or (stage.name in ("", "echo", "printf", "cat", "true", ":") and "history" in what):
+                    if category == "history_wipe" or (
+                        stage.name in ("", "echo", "printf", "cat", "true", ":") and "history" in what
+                    ):
                         self.add("history_wipe", part, f"overwrites {what}", False)
                     else:
                         self.add(category, part, f"redirects output into {what}", level == "hardline")
@@ -343,7 +393,9 @@ class Analyzer:
                         self.payload(text, part)
                     else:
                         self.code(text, part)
-            if stage.name in SENDERS and stage.name not in DOWNLOADERS | NET_TOOLS or stage.consumes == "network":
+            if (
+                stage.name in SENDERS and stage.name not in DOWNLOADERS | NET_TOOLS
+            ) or stage.consumes == "network":
                 if "env" in produced:
                     self.add("exfiltration", part, "the environment is sent over the network", True)
                 if "cred" in produced:
@@ -354,7 +406,9 @@ class Analyzer:
                 for text in texts:
                     stmt = sql_findings(text)
                     if stmt:
-                        self.add("database_drop", part, f"pipes a destructive statement ({stmt}) to a database")
+                        self.add(
+                            "database_drop", part, f"pipes a destructive statement ({stmt}) to a database"
+                        )
             if stage.consumes == "crontab" and (produced or texts):
                 self.add("crontab", part, "replaces the crontab with piped text")
             produced |= stage.produces

@@ -18,9 +18,15 @@ _SPAWN = re.compile(
     r"child_process|execSync|spawnSync|run|call|check_output|check_call|getoutput|qx|IO\.popen|Process\.spawn|"
     r"Runtime\.getRuntime|do shell script)\b|`"
 )
-_STRING = re.compile(r"'''(.*?)'''|\"\"\"(.*?)\"\"\"|'((?:[^'\\\n]|\\.){2,})'|\"((?:[^\"\\\n]|\\.){2,})\"", re.S)
-_SOCKET = re.compile(r"socket|Socket|fsockopen|TCPSocket|net\.connect|net\.Socket|createConnection|/inet/tcp/|IO::Socket")
-_SHELLISH = re.compile(r"/bin/(ba|z|da|k)?sh\b|pty\.spawn|\bdup2\b|\bexec\b|\bsubprocess\b|child_process|\bspawn\b|cmd\.exe|popen|system\(")
+_STRING = re.compile(
+    r"'''(.*?)'''|\"\"\"(.*?)\"\"\"|'((?:[^'\\\n]|\\.){2,})'|\"((?:[^\"\\\n]|\\.){2,})\"", re.S
+)
+_SOCKET = re.compile(
+    r"socket|Socket|fsockopen|TCPSocket|net\.connect|net\.Socket|createConnection|/inet/tcp/|IO::Socket"
+)
+_SHELLISH = re.compile(
+    r"/bin/(ba|z|da|k)?sh\b|pty\.spawn|\bdup2\b|\bexec\b|\bsubprocess\b|child_process|\bspawn\b|cmd\.exe|popen|system\("
+)
 _FORK_LOOP = re.compile(
     r"(while\s*(True|1|\(1\)|\(true\))\s*:?.{0,80}?\bfork\s*\()|(\bfork\s+while\s+fork)|(\bfork\s*\(\s*\)\s*while)|"
     r"(for\s*\(\s*;\s*;\s*\)\s*\{?\s*fork)|(loop\s*\{\s*fork)|(while\s*\(\s*(1|true)\s*\)\s*\{?\s*(pcntl_)?fork)",
@@ -36,10 +42,16 @@ _RMTREE = re.compile(
     r"(rmtree|rm_rf|rm_r|rmdirSync|rmSync|remove_tree|removedirs|unlink)\s*\(\s*(r?['\"](/|~|/etc|/usr|/home|/boot|/var|/bin|/lib)"
     r"/?['\"]|os\.path\.expanduser\(\s*['\"]~['\"]\s*\)|Path\.home\(\)|os\.environ\[['\"]HOME['\"]\]|os\.homedir\(\))"
 )
-_SYS_WRITE = re.compile(r"open\s*\(\s*['\"](/etc/|/boot/|/dev/sd|/usr/|/proc/sysrq|~?/?\.?(bashrc|zshrc|profile))[^'\"]*['\"]\s*,\s*['\"][wa]")
-_KILL_ALL = re.compile(r"os\.kill\s*\(\s*-1\b|kill\s*\(?\s*(9|'KILL'|\"KILL\"|-9)\s*,\s*-1\b|process\.kill\(\s*-1")
+_SYS_WRITE = re.compile(
+    r"open\s*\(\s*['\"](/etc/|/boot/|/dev/sd|/usr/|/proc/sysrq|~?/?\.?(bashrc|zshrc|profile))[^'\"]*['\"]\s*,\s*['\"][wa]"
+)
+_KILL_ALL = re.compile(
+    r"os\.kill\s*\(\s*-1\b|kill\s*\(?\s*(9|'KILL'|\"KILL\"|-9)\s*,\s*-1\b|process\.kill\(\s*-1"
+)
 _ENV_EXFIL = re.compile(r"(os\.environ|process\.env|%ENV|ENV\[|getenv)")
-_NET_SEND = re.compile(r"requests\.(post|get|put)|urlopen|urllib|http\.client|fetch\(|https?\.request|XMLHttpRequest|LWP|Net::HTTP|curl")
+_NET_SEND = re.compile(
+    r"requests\.(post|get|put)|urlopen|urllib|http\.client|fetch\(|https?\.request|XMLHttpRequest|LWP|Net::HTTP|curl"
+)
 
 
 def code_findings(code: str) -> list[CodeFinding]:
@@ -52,12 +64,18 @@ def code_findings(code: str) -> list[CodeFinding]:
     if _DECODE_EXEC.search(code):
         out.append(("runtime_code", "interpreter code executes decoded or downloaded text", False))
     if _RMTREE.search(code):
-        out.append(("recursive_delete", "interpreter code deletes the root, home or a system directory", True))
+        out.append(
+            ("recursive_delete", "interpreter code deletes the root, home or a system directory", True)
+        )
     if _SYS_WRITE.search(code):
         out.append(("system_file_write", "interpreter code writes a system or shell startup file", False))
     if _KILL_ALL.search(code):
         out.append(("kill_all", "interpreter code signals every process", True))
-    if _ENV_EXFIL.search(code) and _NET_SEND.search(code) and re.search(r"environ\b(?!\s*\.get)|process\.env\b(?!\.)|%ENV", code):
+    if (
+        _ENV_EXFIL.search(code)
+        and _NET_SEND.search(code)
+        and re.search(r"environ\b(?!\s*\.get)|process\.env\b(?!\.)|%ENV", code)
+    ):
         out.append(("exfiltration", "interpreter code sends the environment over the network", True))
     return out
 

@@ -32,22 +32,35 @@ def classify_command(cmd: str, *, workspace: str | Path | None = None) -> Comman
     if not isinstance(cmd, str):
         raise TypeError(f"command must be a str, not {type(cmd).__name__}")
     if len(cmd) > MAX_COMMAND_CHARS * 4:
-        return CommandVerdict(cmd[:200], (Finding("unparseable", cmd[:80], "the command is too long to analyse"),))
+        return CommandVerdict(
+            cmd[:200], (Finding("unparseable", cmd[:80], "the command is too long to analyse"),)
+        )
     text = normalize_command(cmd)
     if len(text) > MAX_COMMAND_CHARS:
-        return CommandVerdict(text, (Finding("unparseable", text[:80], f"the command is longer than {MAX_COMMAND_CHARS} characters"),))
+        return CommandVerdict(
+            text,
+            (
+                Finding(
+                    "unparseable", text[:80], f"the command is longer than {MAX_COMMAND_CHARS} characters"
+                ),
+            ),
+        )
     if "\x00" in text or "\x02" in text:
-        return CommandVerdict(text, (Finding("unparseable", text[:80], "the command contains control characters"),))
+        return CommandVerdict(
+            text, (Finding("unparseable", text[:80], "the command contains control characters"),)
+        )
     if not text:
         return CommandVerdict(text)
     try:
         script = parse(text)
     except ShellSyntaxError as exc:
-        return CommandVerdict(text, (Finding("unparseable", text[:80], f"the command could not be parsed: {exc}"),))
+        return CommandVerdict(
+            text, (Finding("unparseable", text[:80], f"the command could not be parsed: {exc}"),)
+        )
     except RecursionError:
         return CommandVerdict(text, (Finding("unparseable", text[:80], "the command is nested too deeply"),))
-    from ._analyze import Analyzer
     from . import _rules  # noqa: F401  (registers the rules)
+    from ._analyze import Analyzer
 
     ws = os.path.normpath(os.fspath(workspace)) if workspace is not None else None
     analyzer = Analyzer(ws)

@@ -9,7 +9,6 @@ from ._analyze import (
     AWKS,
     DB_CLIENTS,
     DOWNLOADERS,
-    ENV_DUMPERS,
     ENV_SETUP_TOOLS,
     INTERPRETERS,
     NET_TOOLS,
@@ -87,7 +86,24 @@ _WRAP_OPTS: dict[str, str] = {
 }
 
 
-_RUNNERS = frozenset({"bundle", "poetry", "uv", "pipenv", "pdm", "hatch", "pnpm", "yarn", "npm", "bun", "rye", "conda", "mamba", "micromamba"})
+_RUNNERS = frozenset(
+    {
+        "bundle",
+        "poetry",
+        "uv",
+        "pipenv",
+        "pdm",
+        "hatch",
+        "pnpm",
+        "yarn",
+        "npm",
+        "bun",
+        "rye",
+        "conda",
+        "mamba",
+        "micromamba",
+    }
+)
 
 
 def _strip_options(argv: list[str], takes_value: str, long_values: tuple[str, ...] = ()) -> list[str]:
@@ -152,8 +168,12 @@ def _unwrap(az: Analyzer, argv: list[str], ctx: Ctx) -> list[str] | None:
             continue
         if name in ("sudo", "doas", "pkexec", "run0", "su") and name != "su":
             rest = _strip_options(argv, _WRAP_OPTS.get(name, ""), ("user", "group", "prompt", "chdir"))
-            shell_flags = {a for a in argv[1 : len(argv) - len(rest)] if a.startswith("-") and not a.startswith("--")}
-            interactive = any(("i" in f or "s" in f) for f in shell_flags) or "--login" in argv or "--shell" in argv
+            shell_flags = {
+                a for a in argv[1 : len(argv) - len(rest)] if a.startswith("-") and not a.startswith("--")
+            }
+            interactive = (
+                any(("i" in f or "s" in f) for f in shell_flags) or "--login" in argv or "--shell" in argv
+            )
             if not rest:
                 if interactive:
                     az.add("privilege_escalation", ctx.part, "opens an interactive root shell")
@@ -184,9 +204,8 @@ def _unwrap(az: Analyzer, argv: list[str], ctx: Ctx) -> list[str] | None:
             continue
         if name == "command" and len(argv) > 1 and argv[1] in ("-v", "-V"):
             return None
-        if name == "nsenter" and any(a in ("-t", "--target") or a.startswith("--target") for a in argv):
-            if re.search(r"(-t|--target)[= ]?1\b", " ".join(argv)):
-                az.add("privilege_escalation", ctx.part, "enters the namespaces of PID 1 (the host)")
+        if name == "nsenter" and re.search(r"(-t|--target)[= ]?1\b", " ".join(argv)):
+            az.add("privilege_escalation", ctx.part, "enters the namespaces of PID 1 (the host)")
         if name in ("busybox", "toybox") and len(argv) > 1 and argv[1].startswith("-"):
             return argv
         if name in ("watch", "script"):
@@ -206,7 +225,9 @@ def _unwrap(az: Analyzer, argv: list[str], ctx: Ctx) -> list[str] | None:
             argv = _strip_options(argv[1:], "")
             continue
         if name in _WRAP_OPTS:
-            argv = _strip_options(argv, _WRAP_OPTS[name], ("adjustment", "class", "classdata", "output", "user"))
+            argv = _strip_options(
+                argv, _WRAP_OPTS[name], ("adjustment", "class", "classdata", "output", "user")
+            )
             continue
         return argv
     return argv
@@ -224,7 +245,9 @@ def run_argv(az: Analyzer, argv: list[str], ctx: Ctx) -> Stage:
         return stage
     if name in az.functions:
         return stage
-    if core[0] in az.downloaded or (core[0].startswith(("/", "./", "~")) and normalize(core[0]) in {normalize(d) for d in az.downloaded}):
+    if core[0] in az.downloaded or (
+        core[0].startswith(("/", "./", "~")) and normalize(core[0]) in {normalize(d) for d in az.downloaded}
+    ):
         az.add("remote_code_execution", ctx.part, f"runs {core[0]}, downloaded earlier in the same command")
     fn = _RULES.get(name)
     if fn is not None:
@@ -290,11 +313,17 @@ def _sender_args(az: Analyzer, name: str, argv: list[str], ctx: Ctx, stage: Stag
             v
             for k, (_text, names, prev) in enumerate(ctx.fields)
             for v in names
-            if _SECRET_NAME.search(v) and prev not in ("-H", "--header", "-u", "--user", "--oauth2-bearer") and k > 0
+            if _SECRET_NAME.search(v)
+            and prev not in ("-H", "--header", "-u", "--user", "--oauth2-bearer")
+            and k > 0
         }
         if exposed:
-            az.add("exfiltration", ctx.part, f"sends secret variables ({', '.join(sorted(exposed))}) in a URL or body")
-    elif secret_vars and name in ("dig", "nslookup", "host", "ping") | NET_TOOLS:
+            az.add(
+                "exfiltration",
+                ctx.part,
+                f"sends secret variables ({', '.join(sorted(exposed))}) in a URL or body",
+            )
+    elif secret_vars and name in frozenset({"dig", "nslookup", "host", "ping"}) | NET_TOOLS:
         az.add("exfiltration", ctx.part, "sends secret variables over the network")
 
 
@@ -323,7 +352,9 @@ def _echo(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
             args = args[2:]
         fmt = args[0] if args else ""
         escapes = "\\" in fmt
-        text = decode_ansi_c(fmt.replace("%s", " ".join(args[1:]) if len(args) > 1 else "").replace("%b", " ".join(args[1:])))
+        text = decode_ansi_c(
+            fmt.replace("%s", " ".join(args[1:]) if len(args) > 1 else "").replace("%b", " ".join(args[1:]))
+        )
         if len(args) > 1 and "%" not in fmt:
             text = decode_ansi_c(fmt)
         for a in args[1:]:
@@ -459,7 +490,15 @@ def _shell_like(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage, lang: str
     args = argv[1:]
     payload: str | None = None
     script_arg: str | None = None
-    code_flags = {"shell": "c", "python": "c", "perl": "eE", "ruby": "e", "node": "ep", "php": "rR", "lua": "e"}
+    code_flags = {
+        "shell": "c",
+        "python": "c",
+        "perl": "eE",
+        "ruby": "e",
+        "node": "ep",
+        "php": "rR",
+        "lua": "e",
+    }
     cflags = code_flags.get(lang, "ce")
     i = 0
     while i < len(args):
@@ -469,7 +508,14 @@ def _shell_like(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage, lang: str
             break
         if a.startswith("-") and len(a) > 1 and not a.startswith("--") and lang != "shell":
             letters = a[1:]
-            value_opts = {"ruby": "rIECTWx", "perl": "MImIdDCx", "python": "WXQ", "node": "r", "php": "cdz", "lua": "l"}
+            value_opts = {
+                "ruby": "rIECTWx",
+                "perl": "MImIdDCx",
+                "python": "WXQ",
+                "node": "r",
+                "php": "cdz",
+                "lua": "l",
+            }
             found_code = False
             for k, ch in enumerate(letters):
                 if ch in value_opts.get(lang, ""):
@@ -498,7 +544,18 @@ def _shell_like(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage, lang: str
             if lang == "python" and letters in ("m",):
                 script_arg = "-m " + (args[i + 1] if i + 1 < len(args) else "")
                 break
-            if lang == "shell" and letters.rstrip("io") in ("", "s", "l", "x", "e", "v", "u", "lx", "xe", "ex"):
+            if lang == "shell" and letters.rstrip("io") in (
+                "",
+                "s",
+                "l",
+                "x",
+                "e",
+                "v",
+                "u",
+                "lx",
+                "xe",
+                "ex",
+            ):
                 i += 1
                 if lang == "shell" and "o" in letters and i < len(args):
                     i += 1
@@ -549,7 +606,9 @@ def _shell_like(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage, lang: str
     if script_arg.rsplit("/", 1)[-1] in ("manage.py", "artisan"):
         _database(az, [script_arg.rsplit("/", 1)[-1], *args[args.index(script_arg) + 1 :]], ctx, stage)
     if script_arg in az.downloaded or normalize(script_arg) in {normalize(d) for d in az.downloaded}:
-        az.add("remote_code_execution", ctx.part, f"runs {script_arg}, downloaded earlier in the same command")
+        az.add(
+            "remote_code_execution", ctx.part, f"runs {script_arg}, downloaded earlier in the same command"
+        )
 
 
 @rule(*SHELLS)
@@ -566,9 +625,14 @@ def _interp(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
         az.code(argv[2], ctx.part)
         return
     _shell_like(az, argv, ctx, stage, lang)
-    if lang == "python" and len(argv) > 2 and argv[1] == "-c":
-        if re.search(r"b64decode|decode\(", argv[2]) and re.search(r"print|write", argv[2]):
-            stage.produces.add("decode")
+    if (
+        lang == "python"
+        and len(argv) > 2
+        and argv[1] == "-c"
+        and re.search(r"b64decode|decode\(", argv[2])
+        and re.search(r"print|write", argv[2])
+    ):
+        stage.produces.add("decode")
 
 
 @rule(*AWKS)
@@ -632,15 +696,20 @@ def _find_delete_roots(az: Analyzer, roots: list[str], ctx: Ctx, what: str) -> N
             az.add("find_delete", ctx.part, f"{what} over {risk[1]}", risk[0] == "hardline")
             continue
         path = normalize(root, az.workspace)
-        if path.startswith(("/", "~")) and not (
-            (az.workspace and is_inside(path, az.workspace)) or is_inside(path, "/tmp") or is_inside(path, "/var/tmp")
-        ):
-            az.add("find_delete", ctx.part, f"{what} outside the workspace ({root})")
-        elif path.startswith(".."):
+        if (
+            path.startswith(("/", "~"))
+            and not (
+                (az.workspace and is_inside(path, az.workspace))
+                or is_inside(path, "/tmp")
+                or is_inside(path, "/var/tmp")
+            )
+        ) or path.startswith(".."):
             az.add("find_delete", ctx.part, f"{what} outside the workspace ({root})")
 
 
-_DESTRUCTIVE_EXEC = frozenset({"rm", "shred", "unlink", "rmdir", "truncate", "dd", "wipe", "srm", "mv", "chmod", "chown"})
+_DESTRUCTIVE_EXEC = frozenset(
+    {"rm", "shred", "unlink", "rmdir", "truncate", "dd", "wipe", "srm", "mv", "chmod", "chown"}
+)
 
 
 @rule("find", "gfind", "fd", "fdfind")
@@ -648,7 +717,7 @@ def _find(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     args = argv[1:]
     roots: list[str] = []
     i = 0
-    while i < len(args) and args[i] in ("-H", "-L", "-P") or (i < len(args) and args[i].startswith("-O")):
+    while (i < len(args) and args[i] in ("-H", "-L", "-P")) or (i < len(args) and args[i].startswith("-O")):
         i += 1
     while i < len(args) and not args[i].startswith(("-", "(", "!", "\\(")):
         roots.append(args[i])
@@ -721,9 +790,15 @@ def _disk(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
         return
     if name in ("fdisk", "gdisk", "cfdisk") and re.search(r"(^|\s)-l\b|--list", args):
         return
-    if name in ("parted",) and re.search(r"\bprint\b|-l\b|--list", args) and not re.search(r"mklabel|rm\b|mkpart", args):
+    if (
+        name in ("parted",)
+        and re.search(r"\bprint\b|-l\b|--list", args)
+        and not re.search(r"mklabel|rm\b|mkpart", args)
+    ):
         return
-    if name == "hdparm" and not re.search(r"security-erase|--trim-sector|--write-sector|--dco-restore|--make-bad", args):
+    if name == "hdparm" and not re.search(
+        r"security-erase|--trim-sector|--write-sector|--dco-restore|--make-bad", args
+    ):
         return
     if name == "nvme" and not re.search(r"\b(format|sanitize|delete-ns|detach-ns)\b", args):
         return
@@ -745,7 +820,12 @@ def _disk(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
         return
     if name in ("sgdisk", "sfdisk") and re.search(r"^(-p|--print|-l|--list|-d|--dump|-V)\b", args):
         return
-    az.add("disk_destruction", ctx.part, f"{name} rewrites or erases a disk or volume", bool(device) or name == "wipefs")
+    az.add(
+        "disk_destruction",
+        ctx.part,
+        f"{name} rewrites or erases a disk or volume",
+        bool(device) or name == "wipefs",
+    )
 
 
 def _disk_format(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
@@ -793,14 +873,19 @@ def _writers(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
             targets = argv[idx + 1 : idx + 2]
         if name == "mv":
             for src in args[:-1]:
-                risk = deletion_risk(src, az.workspace)
-                if risk is not None:
-                    az.add("recursive_delete", ctx.part, f"moves away {risk[1]}", risk[0] == "hardline")
+                moved = deletion_risk(src, az.workspace)
+                if moved is not None:
+                    az.add("recursive_delete", ctx.part, f"moves away {moved[1]}", moved[0] == "hardline")
         if name == "rsync" and "|delete|" in _flags(argv):
             for t in targets:
-                risk = deletion_risk(t.rstrip("/") or "/", az.workspace)
-                if risk is not None:
-                    az.add("recursive_delete", ctx.part, f"rsync --delete over {risk[1]}", risk[0] == "hardline")
+                wiped = deletion_risk(t.rstrip("/") or "/", az.workspace)
+                if wiped is not None:
+                    az.add(
+                        "recursive_delete",
+                        ctx.part,
+                        f"rsync --delete over {wiped[1]}",
+                        wiped[0] == "hardline",
+                    )
     else:
         targets = args
     for t in targets:
@@ -810,7 +895,10 @@ def _writers(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
         if risk is not None:
             level, category, what = risk
             az.add(category, ctx.part, f"{name} overwrites {what}", level == "hardline")
-        elif name in ("ln", "cp", "mv", "install") and (deletion_risk(t, az.workspace) or ("", ""))[0] == "hardline":
+        elif (
+            name in ("ln", "cp", "mv", "install")
+            and (deletion_risk(t, az.workspace) or ("", ""))[0] == "hardline"
+        ):
             az.add("system_file_write", ctx.part, f"{name} writes into {t}")
 
 
@@ -840,7 +928,19 @@ def _perms(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
         return
     for t in targets:
         risk = deletion_risk(t, az.workspace)
-        strict = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/boot", "/sys", "/proc", "/dev", "/root")
+        strict = (
+            "/etc",
+            "/usr",
+            "/bin",
+            "/sbin",
+            "/lib",
+            "/lib64",
+            "/boot",
+            "/sys",
+            "/proc",
+            "/dev",
+            "/root",
+        )
         if risk is not None and risk[0] != "hardline" and not any(is_inside(normalize(t), d) for d in strict):
             risk = None
         if risk is not None and (recursive or risk[0] == "hardline"):
@@ -888,7 +988,9 @@ def _kill(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
         user = args[args.index("-u" if "-u" in args else "--user") + 1] if len(args) > 1 else ""
         if user in ("root", "0", UNKNOWN) or user.startswith("$"):
             az.add("kill_all", ctx.part, f"kills every process of user {user}")
-    if any(p in (".", ".*", "", "*", "^", "$", "^.*$") for p in pattern_args) or (name == "killall" and "-r" in args and "." in pattern_args):
+    if any(p in (".", ".*", "", "*", "^", "$", "^.*$") for p in pattern_args) or (
+        name == "killall" and "-r" in args and "." in pattern_args
+    ):
         az.add("kill_all", ctx.part, "kills processes matching everything", True)
     if any(p in ("init", "systemd", "sshd", "dbus-daemon", "launchd") for p in pattern_args):
         az.add("kill_all", ctx.part, "kills a critical system process")
@@ -921,18 +1023,30 @@ def _system(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
             az.add("shutdown", ctx.part, f"{name} {args[0]} stops the machine")
         if args and args[0] == "isolate" and re.search(r"rescue|emergency|poweroff|reboot|halt", joined):
             az.add("shutdown", ctx.part, "systemctl isolate switches to a shutdown/rescue target")
-        if args and args[0] in ("stop", "disable", "mask", "kill") and re.search(r"\b" + security + r"\b", joined):
+        if (
+            args
+            and args[0] in ("stop", "disable", "mask", "kill")
+            and re.search(r"\b" + security + r"\b", joined)
+        ):
             az.add("security_disable", ctx.part, f"{name} {args[0]} turns off a security service")
         return
-    if name in ("service", "rc-service", "sv") and len(args) >= 2 and args[1] in ("stop", "disable") or (
+    if (name in ("service", "rc-service", "sv") and len(args) >= 2 and args[1] in ("stop", "disable")) or (
         name == "sv" and args and args[0] in ("stop", "down")
     ):
         if re.search(r"\b" + security + r"\b", joined):
             az.add("security_disable", ctx.part, f"{name} stops a security service")
         return
-    if name in ("chkconfig", "update-rc.d") and re.search(r"\b" + security + r"\b", joined) and re.search(r"\b(off|disable|remove)\b", joined):
+    if (
+        name in ("chkconfig", "update-rc.d")
+        and re.search(r"\b" + security + r"\b", joined)
+        and re.search(r"\b(off|disable|remove)\b", joined)
+    ):
         az.add("security_disable", ctx.part, f"{name} disables a security service")
-    if name == "launchctl" and re.search(r"\b(unload|bootout|disable)\b", joined) and re.search(r"alf|firewall|xprotect|mrt|syspolicy", joined, re.I):
+    if (
+        name == "launchctl"
+        and re.search(r"\b(unload|bootout|disable)\b", joined)
+        and re.search(r"alf|firewall|xprotect|mrt|syspolicy", joined, re.I)
+    ):
         az.add("security_disable", ctx.part, "launchctl unloads a security agent")
 
 
@@ -945,10 +1059,14 @@ def _firewall(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     joined = " ".join(args)
     bad = False
     if name.startswith(("iptables", "ip6tables", "ebtables", "arptables")) and name != "iptables-restore":
-        bad = bool(re.search(r"(^|\s)(-F|--flush|-X|--delete-chain|-Z)\b|-P\s+\w+\s+ACCEPT|--policy\s+\w+\s+ACCEPT", joined))
+        bad = bool(
+            re.search(
+                r"(^|\s)(-F|--flush|-X|--delete-chain|-Z)\b|-P\s+\w+\s+ACCEPT|--policy\s+\w+\s+ACCEPT", joined
+            )
+        )
         bad = bad or bool(re.search(r"(^|\s)-[A-Za-z]*F", joined))
     elif name == "iptables-restore":
-        bad = "/dev/null" in joined or ctx.stdin_text is not None and "ACCEPT" in (ctx.stdin_text or "")
+        bad = "/dev/null" in joined or (ctx.stdin_text is not None and "ACCEPT" in (ctx.stdin_text or ""))
     elif name == "nft":
         bad = bool(re.search(r"flush\s+ruleset|delete\s+table|flush\s+table|flush\s+chain", joined))
     elif name == "ufw":
@@ -956,13 +1074,18 @@ def _firewall(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     elif name == "setenforce":
         bad = bool(re.search(r"\b(0|permissive)\b", joined, re.I))
     elif name == "firewall-cmd":
-        bad = bool(re.search(r"--panic-off|--set-default-zone[= ]trusted|--remove-service[= ]ssh|--complete-reload.*--permanent.*--remove", joined))
-        bad = bad or bool(re.search(r"--add-port[= ]\d+-\d+|--zone[= ]trusted\s+--add-source[= ]0\.0\.0\.0/0", joined))
+        bad = bool(
+            re.search(
+                r"--panic-off|--set-default-zone[= ]trusted|--remove-service[= ]ssh|--complete-reload.*--permanent.*--remove",
+                joined,
+            )
+        )
+        bad = bad or bool(
+            re.search(r"--add-port[= ]\d+-\d+|--zone[= ]trusted\s+--add-source[= ]0\.0\.0\.0/0", joined)
+        )
     elif name == "pfctl":
         bad = bool(re.search(r"(^|\s)-d\b|-F\s*all", joined))
-    elif name in ("aa-teardown",):
-        bad = True
-    elif name in ("aa-disable", "aa-complain"):
+    elif name in ("aa-teardown",) or name in ("aa-disable", "aa-complain"):
         bad = True
     elif name == "auditctl":
         bad = bool(re.search(r"(^|\s)-D\b|-e\s*0", joined))
@@ -976,7 +1099,9 @@ def _firewall(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     elif name == "setsebool":
         bad = bool(re.search(r"\b(off|0)\b", joined)) and "secure_mode" in joined
     elif name == "defaults":
-        bad = bool(re.search(r"com\.apple\.alf.*globalstate.*\b0\b|LSQuarantine.*false|GKAutoRearm", joined, re.I))
+        bad = bool(
+            re.search(r"com\.apple\.alf.*globalstate.*\b0\b|LSQuarantine.*false|GKAutoRearm", joined, re.I)
+        )
     elif name in ("netsh", "Set-MpPreference"):
         bad = bool(re.search(r"state\s+off|Disable\w*\s+\$?true", joined, re.I))
     if bad:
@@ -1019,7 +1144,11 @@ def _packages(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     elif name == "xbps-remove":
         removing = True
     elif name in ("pip", "pip3"):
-        if re.search(r"\buninstall\b", joined) and re.search(r"(^|\s)(pip|setuptools)(\s|$)", joined) and "--break-system-packages" in joined:
+        if (
+            re.search(r"\buninstall\b", joined)
+            and re.search(r"(^|\s)(pip|setuptools)(\s|$)", joined)
+            and "--break-system-packages" in joined
+        ):
             az.add("package_removal", ctx.part, "uninstalls the system pip")
         return
     if not removing:
@@ -1039,21 +1168,43 @@ def _docker(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     sub = [a for a in args if not a.startswith("-")]
     if sub[:2] == ["system", "prune"] and ("a" in flags or "|all|" in flags or "|volumes|" in flags):
         az.add("infrastructure_teardown", ctx.part, f"{name} system prune removes every unused image/volume")
-    elif sub[:2] == ["system", "reset"] or (sub[:2] == ["volume", "prune"] and ("f" in flags or "a" in flags)):
+    elif sub[:2] == ["system", "reset"] or (
+        sub[:2] == ["volume", "prune"] and ("f" in flags or "a" in flags)
+    ):
         az.add("infrastructure_teardown", ctx.part, f"{name} {' '.join(sub[:2])} removes data volumes")
-    elif sub[:2] in (["volume", "rm"], ["volume", "remove"]) and ctx.taints & {"dynamic"} | {t for t in ctx.taints if t.startswith("cmd:")}:
+    elif sub[:2] in (["volume", "rm"], ["volume", "remove"]) and ctx.taints & {"dynamic"} | {
+        t for t in ctx.taints if t.startswith("cmd:")
+    }:
         az.add("infrastructure_teardown", ctx.part, f"{name} removes volumes listed at run time")
-    elif sub and sub[0] in ("rm", "rmi", "kill", "stop") and ("cmd:docker" in ctx.taints or "cmd:podman" in ctx.taints) and UNKNOWN in joined:
-        az.add("infrastructure_teardown", ctx.part, f"{name} {sub[0]} on every container/image listed at run time")
-    elif (sub[:1] == ["compose"] or name == "docker-compose") and "down" in sub and ("v" in flags or "|volumes|" in flags):
+    elif (
+        sub
+        and sub[0] in ("rm", "rmi", "kill", "stop")
+        and ("cmd:docker" in ctx.taints or "cmd:podman" in ctx.taints)
+        and UNKNOWN in joined
+    ):
+        az.add(
+            "infrastructure_teardown",
+            ctx.part,
+            f"{name} {sub[0]} on every container/image listed at run time",
+        )
+    elif (
+        (sub[:1] == ["compose"] or name == "docker-compose")
+        and "down" in sub
+        and ("v" in flags or "|volumes|" in flags)
+    ):
         az.add("infrastructure_teardown", ctx.part, "compose down -v deletes the data volumes")
     elif sub[:2] == ["swarm", "leave"] and "f" in flags:
         az.add("infrastructure_teardown", ctx.part, "forces the node out of the swarm")
-    if sub and sub[0] in ("run", "create") or sub[:2] == ["container", "run"]:
-        if "|privileged|" in flags or re.search(r"(-v|--volume)[= ]/:/|--pid[= ]host|--volume[= ]/:|-v\s*/:", joined) or re.search(
-            r"/var/run/docker\.sock:", joined
-        ):
-            az.add("privilege_escalation", ctx.part, "runs a container with the host's root filesystem or privileges")
+    if ((sub and sub[0] in ("run", "create")) or sub[:2] == ["container", "run"]) and (
+        "|privileged|" in flags
+        or re.search(r"(-v|--volume)[= ]/:/|--pid[= ]host|--volume[= ]/:|-v\s*/:", joined)
+        or re.search(r"/var/run/docker\.sock:", joined)
+    ):
+        az.add(
+            "privilege_escalation",
+            ctx.part,
+            "runs a container with the host's root filesystem or privileges",
+        )
 
 
 @rule("kubectl", "oc", "k", "kubecolor")
@@ -1070,8 +1221,16 @@ def _kubectl(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
         ) or any(k in ("namespace", "namespaces", "ns", "node", "nodes", "no", "pv", "persistentvolume",
                        "persistentvolumes", "crd", "crds", "customresourcedefinition", "customresourcedefinitions",
                        "clusterrole", "clusterrolebinding") for k in kinds) or re.search(r"--selector[= ]?$|-l\s*''", " ".join(args)):  # fmt: skip
-            az.add("infrastructure_teardown", ctx.part, "kubectl delete removes whole namespaces, nodes or every resource")
-    elif sub[0] == "drain" or (sub[0] == "scale" and "|all|" in flags) or (sub[0] == "cordon" and "|all|" in flags):
+            az.add(
+                "infrastructure_teardown",
+                ctx.part,
+                "kubectl delete removes whole namespaces, nodes or every resource",
+            )
+    elif (
+        sub[0] == "drain"
+        or (sub[0] == "scale" and "|all|" in flags)
+        or (sub[0] == "cordon" and "|all|" in flags)
+    ):
         az.add("infrastructure_teardown", ctx.part, f"kubectl {sub[0]} takes workloads down")
 
 
@@ -1085,17 +1244,27 @@ def _cloud(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     joined = " ".join(args)
     sub = [a for a in args if not a.startswith("-")]
     if name in ("terraform", "tofu", "terragrunt", "pulumi", "cdk", "cdktf", "serverless", "sls", "sam"):
-        if sub and sub[0] in ("destroy", "remove", "delete", "run-all") and re.search(r"destroy|remove|delete", joined):
+        if (
+            sub
+            and sub[0] in ("destroy", "remove", "delete", "run-all")
+            and re.search(r"destroy|remove|delete", joined)
+        ):
             az.add("infrastructure_teardown", ctx.part, f"{name} destroys the managed infrastructure")
         elif sub and sub[0] in ("apply", "up") and re.search(r"(^|\s)-destroy\b|--destroy", joined):
-            az.add("infrastructure_teardown", ctx.part, f"{name} apply -destroy tears the infrastructure down")
+            az.add(
+                "infrastructure_teardown", ctx.part, f"{name} apply -destroy tears the infrastructure down"
+            )
         elif name in ("terraform", "tofu") and sub[:2] == ["state", "rm"] and UNKNOWN in joined:
             az.add("infrastructure_teardown", ctx.part, "terraform state rm on resources listed at run time")
         elif name == "pulumi" and sub[:2] == ["stack", "rm"]:
             az.add("infrastructure_teardown", ctx.part, "pulumi stack rm deletes a stack")
         return
     if name in ("helm",):
-        if sub and sub[0] in ("uninstall", "delete", "del") and re.search(r"--all\b|-A\b|kube-system", joined):
+        if (
+            sub
+            and sub[0] in ("uninstall", "delete", "del")
+            and re.search(r"--all\b|-A\b|kube-system", joined)
+        ):
             az.add("infrastructure_teardown", ctx.part, "helm uninstalls every release")
         return
     if name in ("kind", "minikube", "k3d", "eksctl"):
@@ -1107,7 +1276,7 @@ def _cloud(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
             az.add("infrastructure_teardown", ctx.part, "s3cmd deletes a bucket or its objects")
         return
     if name == "rclone":
-        if sub and sub[0] in ("purge", "delete") or (sub and sub[0] == "sync" and "/dev/null" in joined):
+        if (sub and sub[0] in ("purge", "delete")) or (sub and sub[0] == "sync" and "/dev/null" in joined):
             az.add("infrastructure_teardown", ctx.part, "rclone deletes remote data")
         return
     if name == "gsutil":
@@ -1125,15 +1294,21 @@ def _cloud(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
         if re.search(r"\b(delete|destroy)\b", joined) and not re.search(r"\bconfig\b|\bauth\b", joined):
             az.add("infrastructure_teardown", ctx.part, "gcloud deletes cloud resources")
         return
-    if name in ("az", "doctl", "ibmcloud", "oci", "linode-cli", "hcloud", "scw", "heroku", "flyctl", "fly", "vercel",
-                "netlify", "firebase", "databricks", "vagrant", "railway", "supabase"):  # fmt: skip
-        if re.search(r"\b(delete|destroy|remove|rm|purge|terminate|apps:destroy|projects:delete|sites:delete|"
-                     r"destroy-all)\b", joined) and not re.search(r"\b(config|login|logout|auth|cache)\b", joined):  # fmt: skip
-            if name == "vagrant" and "destroy" not in joined:
-                return
-            if name in ("heroku", "vercel", "netlify") and not re.search(r"destroy|delete|remove\s+\S+\s+--yes|rm\s+\S+\s+--yes", joined):
-                return
-            az.add("infrastructure_teardown", ctx.part, f"{name} deletes cloud resources")
+    clouds = ("az", "doctl", "ibmcloud", "oci", "linode-cli", "hcloud", "scw", "heroku", "flyctl", "fly", "vercel",
+              "netlify", "firebase", "databricks", "vagrant", "railway", "supabase")  # fmt: skip
+    destroys = re.search(
+        r"\b(delete|destroy|remove|rm|purge|terminate|apps:destroy|projects:delete|sites:delete|destroy-all)\b",
+        joined,
+    )
+    if name not in clouds or not destroys or re.search(r"\b(config|login|logout|auth|cache)\b", joined):
+        return
+    if name == "vagrant" and "destroy" not in joined:
+        return
+    if name in ("heroku", "vercel", "netlify") and not re.search(
+        r"destroy|delete|remove\s+\S+\s+--yes|rm\s+\S+\s+--yes", joined
+    ):
+        return
+    az.add("infrastructure_teardown", ctx.part, f"{name} deletes cloud resources")
 
 
 @rule("git")
@@ -1157,15 +1332,24 @@ def _git(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
         deletes = [r for r in refspecs if r.startswith(":")]
         if "--mirror" in rest or ("--all" in rest and force):
             az.add("force_push", ctx.part, "force-pushes every branch of the repository")
-        elif (force or plus) and (not refspecs or any(shared.match(r) for r in refspecs) or any(shared.match(r) for r in plus)):
-            az.add("force_push", ctx.part, "force-pushes a shared branch (or the current branch, which may be shared)")
+        elif (force or plus) and (
+            not refspecs or any(shared.match(r) for r in refspecs) or any(shared.match(r) for r in plus)
+        ):
+            az.add(
+                "force_push",
+                ctx.part,
+                "force-pushes a shared branch (or the current branch, which may be shared)",
+            )
         elif (delete and any(shared.match(r) for r in refspecs)) or any(shared.match(r[1:]) for r in deletes):
             az.add("force_push", ctx.part, "deletes a shared branch on the remote")
     elif args[0] == "filter-repo" or (args[0] == "filter-branch" and "--force" in args):
         az.add("force_push", ctx.part, "rewrites the whole history of the repository")
-    elif args[0] == "config" and re.search(r"core\.(hooksPath|sshCommand|pager|editor|fsmonitor)", " ".join(args)) and UNKNOWN not in " ".join(args):
-        if re.search(r"curl|wget|nc |bash -c|sh -c|/dev/tcp", " ".join(args)):
-            az.add("remote_code_execution", ctx.part, "configures git to run a downloaded or network command")
+    elif (
+        args[0] == "config"
+        and re.search(r"core\.(hooksPath|sshCommand|pager|editor|fsmonitor)", " ".join(args))
+        and UNKNOWN not in " ".join(args)
+    ) and re.search(r"curl|wget|nc |bash -c|sh -c|/dev/tcp", " ".join(args)):
+        az.add("remote_code_execution", ctx.part, "configures git to run a downloaded or network command")
 
 
 @rule("crontab")
@@ -1200,7 +1384,9 @@ def _database(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     if name == "mysqladmin" and re.search(r"\bdrop\b", joined):
         az.add("database_drop", ctx.part, "mysqladmin drops a database")
         return
-    if name in ("redis-cli", "valkey-cli", "keydb-cli") and re.search(r"\b(flushall|flushdb)\b", joined, re.I):
+    if name in ("redis-cli", "valkey-cli", "keydb-cli") and re.search(
+        r"\b(flushall|flushdb)\b", joined, re.I
+    ):
         az.add("database_drop", ctx.part, "wipes every key of the Redis server")
         return
     if name == "etcdctl" and re.search(r"\bdel\b.*(--prefix|--from-key)|\bdefrag\b.*--cluster", joined):
@@ -1262,7 +1448,9 @@ def _download(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     stage.produces.add("download")
     stage.consumes = "network"
     for k, a in enumerate(argv):
-        if a in ("-o", "--output", "-O", "--output-document", "-P", "--directory-prefix") and k + 1 < len(argv):
+        if a in ("-o", "--output", "-O", "--output-document", "-P", "--directory-prefix") and k + 1 < len(
+            argv
+        ):
             if a == "-O" and name == "curl":
                 continue
             az.downloaded.add(argv[k + 1])
@@ -1297,7 +1485,11 @@ def _netcat(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     stage.consumes = "network"
     if re.search(r"(^|\s)(-e|-c|--exec|--sh-exec|--lua-exec)\b|(^|\s)-\w*[ec]\s", joined):
         az.add("reverse_shell", ctx.part, f"{name} hands a shell to a network connection", True)
-    if name == "socat" and re.search(r"exec:|system:|EXEC:|SYSTEM:", joined, re.I) and re.search(r"tcp|udp|ssl|openssl|sctp|unix", joined, re.I):
+    if (
+        name == "socat"
+        and re.search(r"exec:|system:|EXEC:|SYSTEM:", joined, re.I)
+        and re.search(r"tcp|udp|ssl|openssl|sctp|unix", joined, re.I)
+    ):
         az.add("reverse_shell", ctx.part, "socat connects a shell to the network", True)
     if ctx.stdin_taints & {"cred"}:
         az.add("exfiltration", ctx.part, "sends a credential file over the network", True)
@@ -1313,11 +1505,17 @@ def _fifo(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
 def _accounts(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     name = argv[0].rsplit("/", 1)[-1]
     joined = " ".join(argv[1:])
-    if name == "setcap" and re.search(r"cap_(setuid|setgid|sys_admin|dac_override|dac_read_search|sys_ptrace|chown|fowner)", joined):
+    if name == "setcap" and re.search(
+        r"cap_(setuid|setgid|sys_admin|dac_override|dac_read_search|sys_ptrace|chown|fowner)", joined
+    ):
         az.add("privilege_escalation", ctx.part, "grants a binary root capabilities")
-    elif name in ("usermod", "gpasswd", "adduser", "addgroup") and re.search(r"\b(sudo|wheel|admin|root|docker|disk|lxd|shadow)\b", joined):
+    elif name in ("usermod", "gpasswd", "adduser", "addgroup") and re.search(
+        r"\b(sudo|wheel|admin|root|docker|disk|lxd|shadow)\b", joined
+    ):
         az.add("privilege_escalation", ctx.part, f"{name} adds a user to a privileged group")
-    elif name in ("useradd", "usermod") and re.search(r"(-u|--uid)\s*0\b|-o\b.*-u\s*0|(-g|--gid)\s*0\b", joined):
+    elif name in ("useradd", "usermod") and re.search(
+        r"(-u|--uid)\s*0\b|-o\b.*-u\s*0|(-g|--gid)\s*0\b", joined
+    ):
         az.add("privilege_escalation", ctx.part, f"{name} creates a second root account")
     elif name in ("passwd",) and re.search(r"(^|\s)(-d|--delete|-u|root)\b", joined):
         az.add("privilege_escalation", ctx.part, "passwd removes or changes a privileged password")
@@ -1355,8 +1553,11 @@ def _exhaust(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     joined = " ".join(argv[1:])
     if name == "fallocate":
         m = re.search(r"-l\s*(\d+(?:\.\d+)?)\s*([KMGTPE]?)", joined, re.I)
-        if m and m.group(2).upper() in ("T", "P", "E") or (m and m.group(2).upper() == "G" and float(m.group(1)) >= 50):
+        if (m and m.group(2).upper() in ("T", "P", "E")) or (
+            m and m.group(2).upper() == "G" and float(m.group(1)) >= 50
+        ):
             az.add("resource_exhaustion", ctx.part, "allocates a huge file (fills the disk)")
-    elif name in ("stress", "stress-ng"):
-        if re.search(r"--(vm|fork|cpu|hdd|io)\s*\d{2,}|--(vm-bytes)\s*\d+[GT]|--fork", joined):
-            az.add("resource_exhaustion", ctx.part, f"{name} exhausts memory, processes or disk")
+    elif name in ("stress", "stress-ng") and re.search(
+        r"--(vm|fork|cpu|hdd|io)\s*\d{2,}|--(vm-bytes)\s*\d+[GT]|--fork", joined
+    ):
+        az.add("resource_exhaustion", ctx.part, f"{name} exhausts memory, processes or disk")

@@ -157,7 +157,7 @@ def decode_ansi_c(body: str) -> str:
                 i += 2
         elif e in "uU":
             width = 4 if e == "u" else 8
-            m = re.match(r"[0-9A-Fa-f]{1,%d}" % width, body[i + 2 : i + 2 + width])
+            m = re.match(f"[0-9A-Fa-f]{{1,{width}}}", body[i + 2 : i + 2 + width])
             if m:
                 code = int(m.group(), 16)
                 out.append(chr(code) if code < 0x110000 and not 0xD800 <= code < 0xE000 else "?")
@@ -330,8 +330,7 @@ class _Parser:
             self.i += 1
             body = self.parse_script(closer=")")
             self.i += 1
-            redirects = self._trailing_redirects()
-            return Group(body, "subshell", redirects, self.s[start : self.i])
+            return Group(body, "subshell", self._trailing_redirects(), self.s[start : self.i])
         words: list[Word] = []
         redirects: list[Redirect] = []
         arrays: dict[int, list[Word]] = {}
@@ -410,7 +409,9 @@ class _Parser:
         if self._peek_word() != "in":
             raise ShellSyntaxError("case without 'in'")
         self.i += 2
-        pipelines: list[Pipeline] = [Pipeline([Simple([Word([Piece("lit", "__case__")], ""), subject], [], subject.raw)])]
+        pipelines: list[Pipeline] = [
+            Pipeline([Simple([Word([Piece("lit", "__case__")], ""), subject], [], subject.raw)])
+        ]
         while True:
             self._skip_blank()
             if self._peek_word() == "esac":

@@ -52,8 +52,16 @@ HISTORY_FILES = frozenset(
     {".bash_history", ".zsh_history", ".history", ".sh_history", ".local/share/fish/fish_history",
      ".python_history", ".psql_history", ".mysql_history", ".node_repl_history", ".lesshst", ".viminfo"}
 )  # fmt: skip
-_PERSISTENCE = (".config/autostart/", ".config/systemd/user/", "Library/LaunchAgents/", ".ssh/", ".config/hermes/")
-_SAFE_DEVICES = re.compile(r"/dev/(null|zero|full|random|urandom|stdin|stdout|stderr|tty|console|ptmx)$|/dev/(fd|pts|shm)/")
+_PERSISTENCE = (
+    ".config/autostart/",
+    ".config/systemd/user/",
+    "Library/LaunchAgents/",
+    ".ssh/",
+    ".config/hermes/",
+)
+_SAFE_DEVICES = re.compile(
+    r"/dev/(null|zero|full|random|urandom|stdin|stdout|stderr|tty|console|ptmx)$|/dev/(fd|pts|shm)/"
+)
 _DISK_DEVICES = re.compile(
     r"/dev/((sd|hd|vd|xvd)[a-z]+\d*|nvme\d.*|mmcblk\d.*|disk\d.*|rdisk\d.*|mapper/.*|md\d*.*|"
     r"dm-\d+|loop\d+|sr\d+|mem|kmem|port|nbd\d+|zram\d+|root|cdrom|mtd.*|ubi.*|bcache.*)$"
@@ -110,7 +118,7 @@ def deletion_risk(raw: str, workspace: str | None) -> tuple[str, str] | None:
     """("hardline"|"danger", what) when deleting ``raw`` (recursively) would be destructive."""
     if raw.startswith(UNKNOWN):
         rest = raw.lstrip(UNKNOWN)
-        if rest in ("", "/", "/*", "/.") or rest.startswith("/") and normalize(rest) in SYSTEM_TOP:
+        if rest in ("", "/", "/*", "/.") or (rest.startswith("/") and normalize(rest) in SYSTEM_TOP):
             return "danger", "a path built from a variable that may be empty (it would become /)"
         return None
     path = normalize(raw, workspace)

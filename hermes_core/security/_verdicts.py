@@ -65,6 +65,7 @@ class PathVerdict:
     reason: str
     resolved: Path
     op: str = "read"
+    inside_workspace: bool = False
 
     @property
     def allowed(self) -> bool:
