@@ -1,17 +1,18 @@
 """Which tools are available right now: ``requires_env`` and ``check_fn`` verdicts, cached with a short TTL.
 
-A check runs on a small thread pool with a timeout, so a check that hangs hides its tool (with that
+A check is ``check_fn()`` or, when it declares a ``system`` parameter, ``check_fn(system)``. It runs on a small thread pool with a timeout, so a check that hangs hides its tool (with that
 reason) instead of hanging ``definitions()``; a hung check is not resubmitted while it is still running.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import inspect
 import logging
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from .registry import ToolEntry
 
@@ -23,12 +24,13 @@ log = logging.getLogger("hermes.checks")
 class Availability:
     """Check verdicts per tool: ``(ok, reason)``, each valid until its expiry time."""
 
-    def __init__(self, ttl: float = 5.0, timeout: float = 2.0) -> None:
+    def __init__(self, ttl: float = 5.0, timeout: float = 2.0, system: object = None) -> None:
+        self.system = system
         self.ttl = ttl
         self.timeout = timeout
         # name -> (expires_at, ok, reason, check_fn the verdict was made for)
         self._verdicts: dict[str, tuple[float, bool, str, object]] = {}
-        self._running: dict[object, cf.Future[bool]] = {}
+        self._running: dict[object, cf.Future[object]] = {}
         self._pool: cf.ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self.epoch = 0  # bumped whenever a verdict changes
@@ -54,7 +56,7 @@ class Availability:
         """Current verdicts for ``entries``; expired or missing ones are (re)computed, checks in parallel."""
         now = time.monotonic()
         out: dict[str, tuple[bool, str]] = {}
-        pending: list[tuple[ToolEntry, cf.Future[bool]]] = []
+        pending: list[tuple[ToolEntry, cf.Future[object]]] = []
         for entry in entries:
             cached = self._verdicts.get(entry.name)
             if cached is not None and cached[0] > now and cached[3] is entry.check_fn:
@@ -70,7 +72,7 @@ class Availability:
             else:
                 fut = self._running.get(entry.check_fn)
                 if fut is None or fut.done():
-                    fut = self._executor().submit(entry.check_fn)
+                    fut = self._executor().submit(self._run_check, entry.check_fn)
                     self._running[entry.check_fn] = fut
                 pending.append((entry, fut))
         if pending:
@@ -81,7 +83,15 @@ class Availability:
                 out[entry.name] = (ok, reason)
         return out
 
-    def _read(self, entry: ToolEntry, fut: cf.Future[bool]) -> tuple[bool, str]:
+    def _run_check(self, check: Callable[..., object]) -> object:
+        """Call a check; one that declares a parameter named ``system`` gets the tool system."""
+        try:
+            wants_system = "system" in inspect.signature(check).parameters
+        except (TypeError, ValueError):
+            wants_system = False
+        return check(self.system) if wants_system else check()
+
+    def _read(self, entry: ToolEntry, fut: cf.Future[object]) -> tuple[bool, str]:
         if not fut.done():
             return False, f"check timed out after {self.timeout:g} s"
         self._running.pop(entry.check_fn, None)

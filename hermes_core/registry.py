@@ -131,7 +131,7 @@ class ToolEntry:
     toolset: str
     schema: dict[str, Any]
     handler: Callable[..., Any]
-    check_fn: Callable[[], bool] | None
+    check_fn: Callable[..., Any] | None
     requires_env: tuple[str, ...]
     is_async: bool
     description: str
@@ -153,7 +153,7 @@ class ToolEntry:
         toolset: str,
         schema: dict[str, Any],
         handler: Callable[..., Any],
-        check_fn: Callable[[], bool] | None = None,
+        check_fn: Callable[..., Any] | None = None,
         requires_env: Sequence[str] = (),
         is_async: bool | None = None,
         description: str | None = None,
@@ -245,7 +245,7 @@ class ToolRegistry:
         toolset: str,
         schema: dict[str, Any],
         handler: Callable[..., Any],
-        check_fn: Callable[[], bool] | None = None,
+        check_fn: Callable[..., Any] | None = None,
         requires_env: Sequence[str] = (),
         is_async: bool | None = None,
         description: str | None = None,

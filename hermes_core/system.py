@@ -83,7 +83,7 @@ class ToolSystem:
         self.host = PluginHost(self.registry, strict=strict, blocked=blocked)
         self.toolsets = Toolsets(self.registry)
         self.toolset_errors: list[str] = []
-        self.availability = Availability(ttl=self.config.check_ttl, timeout=self.config.check_timeout)
+        self.availability = Availability(ttl=self.config.check_ttl, timeout=self.config.check_timeout, system=self)
         ws = workspace if workspace is not None else self.config.workspace
         self.workspace = Path(ws).expanduser().resolve() if ws is not None else Path.cwd()
         self.session_id = session_id
@@ -316,7 +316,7 @@ class ToolSystem:
             tool_name=tool_name,
             system=self,
             ask_user=self.ask_user,
-            guard=self.pipeline.guard,
+            guard=self.pipeline,
         )
 
     def call(

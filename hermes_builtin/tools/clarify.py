@@ -89,12 +89,20 @@ def terminal_ask_user(
     return answer
 
 
+def _host_can_ask(system: Any) -> tuple[bool, str]:
+    """Hidden unless the host gave the system a way to ask the user."""
+    if getattr(system, "ask_user", None) is None:
+        return False, "no ask_user callback: the host cannot ask the user questions"
+    return True, ""
+
+
 def register(registry: ToolRegistry) -> None:
     registry.register(
         name="clarify",
         toolset=TOOLSET,
         schema=SCHEMA,
         handler=clarify,
+        check_fn=_host_can_ask,
         emoji="❓",
         max_result_size_chars=MAX_ANSWER + 200,
     )

@@ -313,6 +313,19 @@ class Pipeline:
 
     # -- entry points ------------------------------------------------------------------------------------
 
+    def _context(self, call_id: str, session_id: str | None, name: Any, available: frozenset[str]) -> CallContext:
+        system = self.system
+        return CallContext(
+            call_id=call_id,
+            session_id=session_id or system.session_id,
+            workspace=system.workspace,
+            tool_name=str(name),
+            system=system,
+            ask_user=system.ask_user,
+            guard=self,
+            enabled=available,
+        )
+
     def _prepare(
         self, name: str, raw: Any, enabled: Names, disabled: Names, session_id: str | None, call_id: str | None
     ) -> tuple[CallOutcome | None, ToolEntry | None, _Runtime | None, dict[str, Any], CallContext | None, list[RequireApproval]]:
@@ -321,29 +334,22 @@ class Pipeline:
         call_id = call_id or _new_call_id()
         available = system._selection(enabled, disabled, None).available
         entry = system.registry.get(name) if isinstance(name, str) else None
+        ctx = None
+        if self._pre or self._post or self._transform:  # hooks see the context of every call, failed ones too
+            ctx = self._context(call_id, session_id, name, available)
         if entry is None or name not in available:
             out = self._fail(str(name)[:200], "error", "unknown_tool", self._refuse_name(name, available))
             out.call_id = call_id
-            return out, entry, None, {}, None, []
+            return out, entry, None, {}, ctx, []
         try:
             rt = self._runtime(entry)
             args = rt.process(raw)
         except ToolArgumentError as err:
             out = self._fail(name, "error", "invalid_arguments", str(err))
             out.call_id = call_id
-            return out, entry, None, {}, None, []
-        ctx = None
-        if rt.wants_context or self._pre or self._post or self._transform:
-            ctx = CallContext(
-                call_id=call_id,
-                session_id=session_id or system.session_id,
-                workspace=system.workspace,
-                tool_name=name,
-                system=system,
-                ask_user=system.ask_user,
-                guard=self,
-                enabled=available,
-            )
+            return out, entry, None, {}, ctx, []
+        if ctx is None and rt.wants_context:
+            ctx = self._context(call_id, session_id, name, available)
         asks: list[RequireApproval] = []
         if self._pre:
             assert ctx is not None

@@ -53,11 +53,13 @@ def test_open_and_multiple_choice_questions_reach_the_callback(tmp_path: Path) -
     assert asked == [("Name of the project?", None), ("Which DB?", ["SQLite", "Postgres"])]
 
 
-def test_without_a_callback_the_call_fails_clearly(tmp_path: Path) -> None:
+def test_without_a_callback_the_tool_is_hidden(tmp_path: Path) -> None:
     with _load(tmp_path, None) as system:
+        assert "clarify" not in [d["function"]["name"] for d in system.definitions()]
+        assert "cannot ask the user" in system.hidden()["clarify"]
         outcome = system.call_outcome("clarify", {"question": "Proceed?"})
-    assert outcome.status == "error"
-    assert "no user is available" in outcome.result
+    assert outcome.status == "error" and outcome.error_kind == "unknown_tool"
+    assert "not available right now" in outcome.result
 
 
 def test_empty_and_huge_answers(tmp_path: Path) -> None:
