@@ -11,6 +11,7 @@ import click
 
 from ._output import emit_json
 from ._state import get_state
+from ._tools import toolset_members
 
 __all__ = ["EXIT_CODES", "call_command", "parse_call_arguments", "terminal_ask_user"]
 
@@ -89,6 +90,8 @@ def call_command(name: str, arguments: tuple[str, ...], toolsets: tuple[str, ...
         state.approver = _terminal_approver()
         state.ask_user = terminal_ask_user
     system = state.system()
+    for toolset in toolsets:
+        toolset_members(system, toolset)  # an unknown name is a usage error, not a failed call
     outcome = system.call_outcome(name, args, enabled=list(toolsets) or None)
     if as_json:
         emit_json(

@@ -159,3 +159,17 @@ def register_commands(cli):
 NOT_A_PLUGIN = """
 print("this file is never imported")
 """
+
+ASKER = """
+from hermes_core import registry
+
+def pick(context):
+    return "you chose " + context.ask_user("Pick a colour", ["red", "green"])
+
+registry.register(
+    name="pick",
+    toolset="ask",
+    schema={"name": "pick", "description": "Ask the user.", "parameters": {"type": "object", "properties": {}}},
+    handler=pick,
+)
+"""

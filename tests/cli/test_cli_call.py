@@ -77,6 +77,15 @@ def test_call_bad_arguments_are_a_usage_error(greet_home: Path, run: Run) -> Non
     result = run("call", "greet", "oops")
     assert result.exit_code == 2
     assert "expected key=value" in result.stderr
+    unknown = run("call", "greet", "--toolset", "greeting")
+    assert unknown.exit_code == 2 and "unknown toolset 'greeting'" in unknown.stderr
+
+
+def test_call_toolset_option_limits_what_may_run(greet_home: Path, run: Run) -> None:
+    assert run("call", "greet", "--toolset", "greetings").exit_code == 0
+    outside = run("call", "greet", "--toolset", "secrets", "--json")
+    assert outside.exit_code == 1
+    assert json.loads(outside.stdout)["status"] == "error"
 
 
 def test_call_help_documents_exit_codes(run: Run) -> None:

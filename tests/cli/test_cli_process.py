@@ -14,7 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from cli_helpers import BROKEN_IMPORT, GREET, HERMES, hermes_process, write_plugin
+from cli_helpers import ASKER, BROKEN_IMPORT, GREET, HERMES, POLICY, hermes_process, write_plugin
 
 pytestmark = pytest.mark.skipif(not HERMES.exists(), reason="the hermes console script is not installed")
 
@@ -164,3 +164,34 @@ def test_plugin_installed_in_a_throwaway_venv_is_listed_and_checked(home: Path, 
     assert "ping" not in {
         r["name"] for r in json.loads(hermes_process("plugins", "list", "--all", "--json").stdout)
     }
+
+
+def _call_on_a_terminal(answer: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``hermes call ...`` with a pseudo-terminal as stdin (stdout stays a pipe) and type ``answer``."""
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        os.write(master, answer.encode())
+        return subprocess.run(
+            [str(HERMES), "call", *args], stdin=slave, capture_output=True, text=True, timeout=60
+        )
+    finally:
+        os.close(slave)
+        os.close(master)
+
+
+def test_terminal_approval_and_questions(home: Path) -> None:
+    write_plugin(home, "greet", GREET)
+    write_plugin(home, "policy", POLICY)
+    write_plugin(home, "asker", ASKER)
+    approved = _call_on_a_terminal("o\n", "greet", "name=root")
+    assert approved.returncode == 0, approved.stderr
+    assert approved.stdout == "hello root\n"
+    assert "greeting root needs a human" in approved.stderr  # the approver asked on stderr
+    refused = _call_on_a_terminal("d\n", "greet", "name=root")
+    assert refused.returncode == 4
+    asked = _call_on_a_terminal("2\n", "pick")
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stdout == "you chose green\n"
+    assert "Pick a colour" in asked.stderr and "2. green" in asked.stderr
