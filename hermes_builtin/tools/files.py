@@ -174,6 +174,22 @@ def _missing(path: Path, shown: str) -> ToolError:
     return ToolError(f"file not found: {shown}.{hint}")
 
 
+def _bounded_lines(fh: Any, chunk: int = 1 << 20) -> Any:
+    """Yield ``(line, length)``, holding at most ``chunk`` characters of a very long line in memory."""
+    while True:
+        line = fh.readline(chunk)
+        if not line:
+            return
+        length = len(line.rstrip("\n"))
+        if not line.endswith("\n"):
+            while True:
+                more = fh.readline(chunk)
+                length += len(more.rstrip("\n"))
+                if not more or more.endswith("\n"):
+                    break
+        yield line, length
+
+
 def read_file(path: str, offset: int = 1, limit: int = DEFAULT_LIMIT, *, context: CallContext) -> str:
     """A numbered page of a text file (see ``READ_SCHEMA``)."""
     from ._fsio import detect
@@ -202,11 +218,11 @@ def read_file(path: str, offset: int = 1, limit: int = DEFAULT_LIMIT, *, context
     total = 0
     stopped_early = False
     with open(target, encoding=found.encoding, errors="replace", newline=None) as fh:
-        for total, line in enumerate(fh, 1):
+        for total, (line, length) in enumerate(_bounded_lines(fh), 1):
             if offset <= total < offset + limit and not stopped_early:
                 text = line.rstrip("\n")
-                if len(text) > MAX_LINE_CHARS:
-                    text = text[:MAX_LINE_CHARS] + f" ...[line truncated, {len(text)} characters]"
+                if length > MAX_LINE_CHARS:
+                    text = text[:MAX_LINE_CHARS] + f" ...[line truncated, {length} characters]"
                 entry = f"{total:6d}|{text}"
                 if chars + len(entry) > MAX_PAGE_CHARS and page:
                     stopped_early = True
@@ -430,10 +446,21 @@ def search_files(
             raise ToolError(f"unknown target {target!r}; use 'content' or 'files'")
     except SearchError as exc:
         raise ToolError(str(exc)) from None
+    hidden = _protected(context, root, {m.path for m in found})
+    withheld = 0
+    if hidden:
+        kept = [m for m in found if m.path not in hidden]
+        withheld, found = len(found) - len(kept), kept
+    note = (
+        f"\n[{withheld} results in {len(hidden)} protected files (keys, credentials, .env...) were withheld; "
+        "read_file asks for approval where that is possible]"
+        if withheld
+        else ""
+    )
     total = len(found)
     what = "files" if target == "files" else "matches"
     if not total:
-        return f"no {what} for {pattern!r} in {shown_root}"
+        return f"no {what} for {pattern!r} in {shown_root}" + note
     if offset >= total:
         raise ToolError(f"offset {offset} is past the last result ({total} {what})")
     page = found[offset : offset + limit]
@@ -446,7 +473,34 @@ def search_files(
     if offset + len(page) < total:
         footer += f"; next page: offset={offset + len(page)}"
     footer += "]"
-    return "\n".join([*lines, footer])
+    return "\n".join([*lines, footer]) + note
+
+
+def _protected(context: CallContext, root: Path, paths: set[str]) -> set[str]:
+    """Files whose own read would be refused or need an approval the search root did not already get."""
+    from hermes_core.security import check_path
+
+    def reason(verdict: Any) -> str:
+        return str(verdict.reason).rpartition(": ")[2]
+
+    try:
+        root_verdict = check_path(root, "read", context.workspace)
+    except ValueError:
+        return set(paths)
+    approved_reason = reason(root_verdict) if root_verdict.decision == "ask" else None
+    hidden = set()
+    for path in paths:
+        try:
+            verdict = check_path(path, "read", context.workspace)
+        except ValueError:
+            hidden.add(path)
+            continue
+        if verdict.decision == "allow":
+            continue
+        if verdict.decision == "ask" and approved_reason is not None and reason(verdict) == approved_reason:
+            continue
+        hidden.add(path)
+    return hidden
 
 
 def _config(context: CallContext) -> dict[str, Any]:

@@ -8,7 +8,6 @@ environment variables removed, its output capped (head and tail kept) and a time
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +16,7 @@ from hermes_core import CallContext, ToolError, ToolRegistry
 if TYPE_CHECKING:
     from ._procs import BackgroundProcess, ProcessTable
 
-__all__ = ["close_processes", "register", "write_targets"]
+__all__ = ["close_processes", "register", "scan_command", "write_targets"]
 
 DEFAULT_TIMEOUT = 180
 MAX_TIMEOUT = 3600
@@ -92,6 +91,8 @@ PROCESS_SCHEMA: dict[str, Any] = {
 
 
 def _check() -> bool:
+    import shutil
+
     return shutil.which("bash") is not None
 
 
@@ -115,26 +116,39 @@ def _is_harmless(target: str) -> bool:
     return any(target == h or (h.endswith("/") and target.startswith(h)) for h in _HARMLESS_TARGETS)
 
 
-def _walk_bashlex(node: Any, out: list[str]) -> None:
+_CD = frozenset({"cd", "pushd"})
+
+
+def _walk_bashlex(node: Any, out: list[str], dirs: list[str]) -> None:
     kind = getattr(node, "kind", None)
     if kind == "redirect" and getattr(node, "type", None) in _WRITE_REDIRECTS:
         target: Any = getattr(node, "output", None)
         if getattr(target, "kind", None) == "word":
             out.append(target.word)
     if kind == "command":
-        words = [p for p in node.parts if getattr(p, "kind", None) == "word"]
-        if words and os.path.basename(words[0].word) == "tee":
-            out.extend(w.word for w in words[1:] if not w.word.startswith("-"))
+        words = [p.word for p in node.parts if getattr(p, "kind", None) == "word"]
+        _command_words(words, out, dirs)
     for attr in ("parts", "list", "command", "output"):
         child = getattr(node, attr, None)
         if isinstance(child, list):
             for item in child:
-                _walk_bashlex(item, out)
+                _walk_bashlex(item, out, dirs)
         elif child is not None and hasattr(child, "kind") and attr != "output":
-            _walk_bashlex(child, out)
+            _walk_bashlex(child, out, dirs)
 
 
-def _shlex_targets(command: str) -> list[str]:
+def _command_words(words: list[str], out: list[str], dirs: list[str]) -> None:
+    if not words:
+        return
+    name = os.path.basename(words[0])
+    args = [w for w in words[1:] if not w.startswith("-")]
+    if name == "tee":
+        out.extend(args)
+    elif name in _CD:
+        dirs.append(args[0] if args else "~")
+
+
+def _shlex_scan(command: str) -> tuple[list[str], list[str]]:
     import shlex
 
     lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
@@ -142,41 +156,93 @@ def _shlex_targets(command: str) -> list[str]:
     try:
         tokens = list(lexer)
     except ValueError:
-        return []
+        return [], ["$unknown"]
     out: list[str] = []
-    at_start = True
-    tee = False
+    dirs: list[str] = []
+    words: list[str] = []
+    skip = False
     for i, tok in enumerate(tokens):
-        if tok in {"|", "||", "&&", ";", "&", "(", ")"}:
-            at_start, tee = True, False
+        if skip:
+            skip = False
+            continue
+        if tok in {"|", "||", "&&", ";", "&", "(", ")", ";;", "|&"}:
+            _command_words(words, out, dirs)
+            words = []
             continue
         if tok in _WRITE_REDIRECTS or tok.endswith(("&>", "&>>")):
             if i + 1 < len(tokens) and not tokens[i + 1].startswith("&"):
                 out.append(tokens[i + 1])
+                skip = True
             continue
-        if at_start:
-            tee = os.path.basename(tok) == "tee"
-            at_start = False
-        elif tee and not tok.startswith("-"):
-            out.append(tok)
-    return out
+        words.append(tok)
+    _command_words(words, out, dirs)
+    return out, dirs
 
 
-def write_targets(command: str) -> list[str]:
-    """Best-effort list of the files a command line writes through ``>``, ``>>``, ``&>`` or ``tee``."""
+def scan_command(command: str) -> tuple[list[str], list[str]]:
+    """Best-effort ``(files written through > >> &> or tee, directories changed into with cd/pushd)``."""
     try:
         import bashlex
 
         found: list[str] = []
+        dirs: list[str] = []
         for tree in bashlex.parse(command):
-            _walk_bashlex(tree, found)
+            _walk_bashlex(tree, found, dirs)
     except Exception:
-        found = _shlex_targets(command)
+        found, dirs = _shlex_scan(command)
     seen: list[str] = []
     for target in found:
         if target and not target.isdigit() and not _is_harmless(target) and target not in seen:
             seen.append(target)
-    return seen
+    return seen, dirs
+
+
+def write_targets(command: str) -> list[str]:
+    """Best-effort list of the files a command line writes through ``>``, ``>>``, ``&>`` or ``tee``."""
+    return scan_command(command)[0]
+
+
+def _expand(word: str) -> str | None:
+    """``~`` and ``$VARS`` expanded; None when the word still depends on the shell (substitutions, ``-``)."""
+    if word == "-" or "$(" in word or "`" in word or "<(" in word or ">(" in word:
+        return None
+    expanded = os.path.expanduser(os.path.expandvars(word))
+    return None if "$" in expanded else expanded
+
+
+def _guard_writes(context: CallContext, command: str, workdir: Path) -> None:
+    """Send every file the command writes through the path guard, from each directory it may be in."""
+    targets, dirs = scan_command(command)
+    if not targets:
+        return
+    bases = [workdir]
+    followable = True
+    for d in dirs:
+        expanded = _expand(d)
+        if expanded is None:
+            followable = False
+            continue
+        base = Path(expanded) if os.path.isabs(expanded) else workdir / expanded
+        if base not in bases:
+            bases.append(base)
+    for target in targets:
+        expanded = _expand(target)
+        if expanded is None:
+            context.request_approval(
+                command, f"it writes to {target!r}, a path only the shell can work out", "command"
+            )
+            continue
+        if os.path.isabs(expanded):
+            context.guard_path(expanded, "write")
+            continue
+        if not followable:
+            context.request_approval(
+                command,
+                f"it writes to {target!r} after changing to a directory that cannot be followed",
+                "command",
+            )
+        for base in bases:
+            context.guard_path(base / expanded, "write")
 
 
 def _resolve_cwd(context: CallContext, cwd: str | None) -> Path:
@@ -217,11 +283,11 @@ def terminal(
         raise ToolError("command is empty")
     if "\x00" in command:
         raise ToolError("command contains a NUL byte")
+    if len(command) > 100_000:
+        raise ToolError("command is longer than 100000 characters; write a script file and run that instead")
     context.guard_command(command)
     workdir = _resolve_cwd(context, cwd)
-    for target in write_targets(command):
-        expanded = Path(os.path.expanduser(os.path.expandvars(target)))
-        context.guard_path(expanded if expanded.is_absolute() else workdir / expanded, "write")
+    _guard_writes(context, command, workdir)
     settings = _settings(context)
     child_env = scrub_env(os.environ, env)
     argv = shell_argv(
@@ -230,14 +296,20 @@ def terminal(
         max_processes=settings.get("max_processes"),
     )
     if background:
-        bg = _table(context).start(argv, command=command, cwd=workdir, env=child_env)
+        try:
+            bg = _table(context).start(argv, command=command, cwd=workdir, env=child_env)
+        except OSError as exc:
+            raise ToolError(f"could not start the command: {exc.strerror or exc}") from None
         return (
             f"started in the background: process_id={bg.id} (pid {bg.proc.pid}). "
             f'Use process with action "poll", "log", "wait" or "kill" and this process_id.'
         )
     limit = int(settings.get("max_output_chars", DEFAULT_OUTPUT_CHARS))
     seconds = timeout if timeout is not None else int(settings.get("timeout", DEFAULT_TIMEOUT))
-    result = run_foreground(argv, cwd=workdir, env=child_env, timeout=seconds, max_output_bytes=limit)
+    try:
+        result = run_foreground(argv, cwd=workdir, env=child_env, timeout=seconds, max_output_bytes=limit)
+    except OSError as exc:
+        raise ToolError(f"could not start the command: {exc.strerror or exc}") from None
     lines = [result.output.rstrip("\n")] if result.output.strip() else ["(no output)"]
     if result.timed_out:
         lines.append(

