@@ -32,3 +32,10 @@ def register_toolsets() -> dict[str, dict[str, Any]]:
     from .toolsets import TOOLSETS
 
     return TOOLSETS
+
+
+@hookimpl
+def register_commands(cli: Any) -> None:
+    from .commands import add_commands
+
+    add_commands(cli)
