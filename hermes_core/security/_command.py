@@ -7,6 +7,7 @@ or that exceeds the work bounds, is dangerous (fail closed).
 
 from __future__ import annotations
 
+import logging
 import os
 import unicodedata
 from pathlib import Path
@@ -17,6 +18,7 @@ from ._verdicts import CommandVerdict, Finding
 __all__ = ["MAX_COMMAND_CHARS", "classify_command", "normalize_command"]
 
 MAX_COMMAND_CHARS = 64 * 1024
+log = logging.getLogger("hermes.security")
 
 
 def normalize_command(cmd: str) -> str:
@@ -68,4 +70,7 @@ def classify_command(cmd: str, *, workspace: str | Path | None = None) -> Comman
         analyzer.script(script)
     except RecursionError:
         analyzer.add("unparseable", text[:80], "the command is nested too deeply")
+    except Exception as exc:  # fail closed: a bug in a rule must not let a command through
+        log.exception("command guard failed on %r", text[:200])
+        analyzer.add("internal_error", text[:80], f"the command could not be analysed ({type(exc).__name__})")
     return CommandVerdict(text, tuple(analyzer.findings))

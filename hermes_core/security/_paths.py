@@ -176,7 +176,7 @@ def _classify(real: str, op: str, home: str, ws: str | None) -> tuple[str, str]:
         return "ask", "an .env file (it usually holds secrets)"
     if inside:
         return "allow", "inside the workspace"
-    if any(_inside(real, t) for t in _TEMP):
+    if rel_home is None and any(_inside(real, t) for t in _TEMP):
         return "allow", "a temporary directory"
     if op == "write":
         if real in _DEV_WRITABLE:

@@ -32,6 +32,7 @@ __all__ = [
 
 MAX_DEPTH = 12
 MAX_NODES = 4000
+MAX_NEST = 48
 
 
 class ShellSyntaxError(ValueError):
@@ -189,6 +190,7 @@ class _Parser:
         self.depth = depth
         self.counter = counter
         self.pending: list[Redirect] = []
+        self.nest = 0
 
     # -- helpers -------------------------------------------------------------------------------------
     def _tick(self) -> None:
@@ -250,10 +252,22 @@ class _Parser:
 
     # -- grammar -------------------------------------------------------------------------------------
     def parse_script(self, closer: str = "", stop_words: frozenset[str] = frozenset()) -> Script:
+        self.nest += 1
+        if self.nest > MAX_NEST:
+            raise ShellSyntaxError(f"groups nested deeper than {MAX_NEST} levels")
+        try:
+            return self._parse_list(closer, stop_words)
+        finally:
+            self.nest -= 1
+
+    def _parse_list(self, closer: str, stop_words: frozenset[str]) -> Script:
         pipelines: list[Pipeline] = []
+        pending = ""
         while True:
             self._skip_blank()
             c = self._peek()
+            if pending and (not c or (closer == ")" and c == ")")):
+                raise ShellSyntaxError(f"{pending!r} is not followed by a command")
             if not c:
                 if closer:
                     raise ShellSyntaxError(f"missing closing {closer!r}")
@@ -268,9 +282,11 @@ class _Parser:
             pipe = self._parse_pipeline(closer, stop_words)
             if pipe.commands:
                 pipelines.append(pipe)
+            pending = ""
             self._skip_spaces()
             c = self._peek()
             if self._startswith("&&") or self._startswith("||"):
+                pending = self.s[self.i : self.i + 2]
                 self.i += 2
             elif self._startswith(";;"):
                 if "esac" not in stop_words:
@@ -318,6 +334,8 @@ class _Parser:
             else:
                 break
             self._skip_blank()
+            if not self._peek() or self._peek() in ";)|&":
+                raise ShellSyntaxError("'|' is not followed by a command")
         return Pipeline(commands)
 
     def _parse_command(self, closer: str, stop_words: frozenset[str]) -> Command | None:
@@ -639,7 +657,7 @@ class _Parser:
             inner = self.s[self.i + 2 : j]
             self.i = j + 1
             return self._param(inner, quoted)
-        if nxt and (nxt.isalpha() or nxt == "_"):
+        if nxt and nxt.isascii() and (nxt.isalpha() or nxt == "_"):
             m = _NAME_RE.match(self.s, self.i + 1)
             assert m is not None
             self.i = m.end()
