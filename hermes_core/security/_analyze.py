@@ -273,7 +273,6 @@ class Analyzer:
         ctx = Ctx(part=cmd.raw, upstream=upstream)
         assigns: dict[str, str] = {}
         argv: list[str] = []
-        dynamic_first = False
         for index, word in enumerate(cmd.words):
             first = word.pieces[0] if word.pieces else None
             if (
@@ -294,8 +293,6 @@ class Analyzer:
                 ctx.var_names |= names
                 continue
             fields, dynamic, taints, names = self.expand(word)
-            if not argv and dynamic:
-                dynamic_first = True
             ctx.taints |= taints
             ctx.var_names |= names
             ctx.dynamic_args = ctx.dynamic_args or dynamic
@@ -314,7 +311,7 @@ class Analyzer:
             return stage
         if argv[0] in self.aliases:
             argv = self.aliases[argv[0]] + argv[1:]
-        if dynamic_first and UNKNOWN in argv[0]:
+        if UNKNOWN in argv[0]:
             names = {n for n in ctx.var_names}
             if not (names and names <= SAFE_DYNAMIC_VARS) or "cmd:" in " ".join(ctx.taints):
                 self.add("obfuscation", cmd.raw, "the command name is only known at run time")
