@@ -95,15 +95,17 @@ def _freeze(value: Any) -> Any:
 
 
 def _is_multiple(value: float, step: float) -> bool:
+    """Exact decimal divisibility of the numbers as written: 0.3 is a multiple of 0.1, 1e-100 is not of 2."""
     if type(value) is int and type(step) is int:
-        return value % step == 0
+        return step != 0 and value % step == 0
+    from decimal import Decimal, localcontext
+
     try:
-        quotient = value / step
-    except OverflowError:
+        with localcontext() as ctx:
+            ctx.prec = 800  # enough for any quotient of two finite floats
+            return Decimal(repr(value)) % Decimal(repr(step)) == 0
+    except (ValueError, ArithmeticError):
         return False
-    if not math.isfinite(quotient):
-        return False
-    return abs(quotient - round(quotient)) <= 1e-9 * max(1.0, abs(quotient))
 
 
 def _render(value: Any) -> str:
@@ -319,7 +321,7 @@ class Node:
     def check(self, value: Any, path: str, out: list[ArgumentProblem]) -> None:
         """Append a problem to ``out`` for each way ``value`` violates this schema."""
         kind = json_type(value)
-        if self.types is not None and not _type_matches(kind, self.types):
+        if self.types is not None and not _type_matches(kind, self.types, value):
             out.append(ArgumentProblem(path, self.expected(), describe(value)))
             return
         if kind is None:
@@ -473,7 +475,7 @@ class Node:
         same_type = [
             r
             for b, r in zip(branches, results, strict=True)
-            if b.types is None or _type_matches(kind, b.types)
+            if b.types is None or _type_matches(kind, b.types, value)
         ]
         if len(same_type) == 1 and not (len(same_type[0]) == 1 and same_type[0][0].path == path):
             out.extend(same_type[0])
@@ -507,15 +509,20 @@ def _never(value: Any) -> bool:
     return False
 
 
-def _type_matches(kind: str | None, types: tuple[str, ...]) -> bool:
-    return kind in types or (kind == "integer" and "number" in types)
+def _type_matches(kind: str | None, types: tuple[str, ...], value: Any) -> bool:
+    if kind in types or (kind == "integer" and "number" in types):
+        return True
+    # JSON Schema counts 2.0 as an integer (coercion turns it into 2 before validation anyway)
+    return kind == "number" and "integer" in types and math.isfinite(value) and value.is_integer()
 
 
 def _pick(branches: list[Node], value: Any) -> Any:
     for branch in branches:
         if branch.ok(value):
             return value
-    for branch in branches:
+    # a branch the value already satisfies wins (normalised by it: unknown keys dropped); then any that fits
+    fitting = [b for b in branches if not b.problems(value)]
+    for branch in (*fitting, *branches):
         converted = branch.coerce(value)
         if not branch.problems(converted):
             return converted
