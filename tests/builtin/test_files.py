@@ -580,3 +580,66 @@ def test_both_engines_agree(ws: Path) -> None:
             s.close()
     assert results["python"] == results["rg"]
     assert any(re.search(r":\d+:", r) for r in results["python"])
+
+
+_NAMES = ["a", "b", "sub", "build", "keep.log", "x.log", "top.txt", "e.txt", "d1", ".hid"]
+_PATTERNS = [
+    "*.log",
+    "!keep.log",
+    "build/",
+    "/top.txt",
+    "a/**/e.txt",
+    "**/d1",
+    "d?",
+    "[ab]/*.txt",
+    "sub/",
+    "!sub/keep.log",
+    "b/",
+    "*.txt",
+    "!e.txt",
+    ".hid",
+    "a/b",
+]
+
+
+@pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep is not installed")
+def test_engines_agree_on_random_trees(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
+    paths = st.lists(st.sampled_from(_NAMES), min_size=1, max_size=4).map("/".join)
+    ignores = st.lists(st.sampled_from(_PATTERNS), max_size=6).map("\n".join)
+    counter = iter(range(10_000))
+
+    @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(files_=st.lists(paths, min_size=1, max_size=12), root_ignore=ignores, nested=ignores)
+    def check(files_: list[str], root_ignore: str, nested: str) -> None:
+        ws = tmp_path / f"case{next(counter)}"
+        ws.mkdir()
+        for rel in files_:
+            target = ws / rel
+            if any(p.is_file() for p in [target, *target.parents] if p != ws and ws in p.parents):
+                continue
+            if target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(f"needle in {rel}\n")
+        (ws / ".gitignore").write_text(root_ignore + "\n")
+        for d in [p for p in ws.rglob("*") if p.is_dir()][:1]:
+            (d / ".gitignore").write_text(nested + "\n")
+        outs = []
+        for engine in ("python", "rg"):
+            s = _load(ws, {"plugins": {"file": {"search_engine": engine}}})
+            try:
+                outs.append(
+                    (
+                        s.call("search_files", {"pattern": "needle", "limit": 500}),
+                        s.call("search_files", {"pattern": "*", "target": "files", "limit": 500}),
+                    )
+                )
+            finally:
+                s.close()
+        assert outs[0] == outs[1], (files_, root_ignore, nested)
+
+    check()
