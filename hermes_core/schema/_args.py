@@ -17,7 +17,7 @@ from typing import Any, cast
 
 from ._args_errors import ArgumentProblem, ToolArgumentError, describe
 from ._args_fast import static_depth
-from ._parse import check_shape, count_keys, parse_raw_arguments
+from ._parse import _no_duplicates, check_shape, count_keys, parse_raw_arguments
 from ._validate import Limits, canonical, compile_schema
 
 __all__ = [
@@ -50,6 +50,18 @@ _scan = cast(
     Callable[[str, int], tuple[Any, int]],
     json.scanner.make_scanner(json.JSONDecoder(parse_constant=_refuse)),  # type: ignore[arg-type]
 )
+
+
+_pairs_decoder = json.JSONDecoder(object_pairs_hook=_no_duplicates)
+
+
+def _no_duplicate_keys(text: str) -> bool:
+    """Re-decode with a duplicate-key hook (only when colons inside strings make the cheap count ambiguous)."""
+    try:
+        _pairs_decoder.decode(text)
+    except Exception:
+        return False
+    return True
 
 
 def parameters_schema(schema: Mapping[str, Any]) -> Any:
@@ -125,7 +137,7 @@ class ArgumentsProcessor:
                 ):
                     colons = raw.count(":")
                     # each key is followed by one colon; more colons than keys may hide a duplicate key
-                    if colons == len(value) or colons == count_keys(value):
+                    if colons == len(value) or colons == count_keys(value) or _no_duplicate_keys(raw):
                         return value
         elif (
             kind is dict
