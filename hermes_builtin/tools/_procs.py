@@ -228,6 +228,7 @@ class RunResult:
     timed_out: bool
     omitted_bytes: int
     leftovers_killed: bool
+    kill_note: str = ""
 
 
 def run_foreground(
@@ -251,11 +252,12 @@ def run_foreground(
     )
     reader.start()
     timed_out = False
+    kill_note = ""
     try:
         proc.wait(timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        kill_group(proc.pid, proc)
+        kill_note = kill_group(proc.pid, proc)
     except BaseException:
         kill_group(proc.pid, proc, grace=0.2)
         raise
@@ -275,6 +277,7 @@ def run_foreground(
         timed_out=timed_out,
         omitted_bytes=sink.omitted,
         leftovers_killed=leftovers and not timed_out,
+        kill_note=kill_note,
     )
 
 

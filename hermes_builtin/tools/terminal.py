@@ -313,7 +313,7 @@ def terminal(
     lines = [result.output.rstrip("\n")] if result.output.strip() else ["(no output)"]
     if result.timed_out:
         lines.append(
-            f"[timed out after {seconds}s: the command and its children were killed (SIGTERM, then SIGKILL). "
+            f"[timed out after {seconds}s: the command and its children were {result.kill_note or 'killed'}. "
             "Use background=true for long-running commands.]"
         )
     else:

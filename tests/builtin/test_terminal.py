@@ -125,7 +125,7 @@ def test_timeout_kills_the_whole_process_group(system: ToolSystem, ws: Path) -> 
     start = time.monotonic()
     out = system.call("terminal", {"command": "sleep 30 & echo $! > child.pid; sleep 30", "timeout": 1})
     assert time.monotonic() - start < 6
-    assert "timed out after 1s" in out
+    assert "timed out after 1s: the command and its children were terminated (SIGTERM)" in out
     child = int((ws / "child.pid").read_text())
     assert _wait_gone([child])
 
@@ -133,7 +133,7 @@ def test_timeout_kills_the_whole_process_group(system: ToolSystem, ws: Path) -> 
 def test_a_process_ignoring_sigterm_is_killed(system: ToolSystem) -> None:
     start = time.monotonic()
     out = system.call("terminal", {"command": "trap '' TERM; sleep 30", "timeout": 1})
-    assert "timed out" in out
+    assert "timed out after 1s: the command and its children were killed (SIGTERM, then SIGKILL)" in out
     assert time.monotonic() - start < 8
 
 
