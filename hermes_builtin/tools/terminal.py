@@ -182,7 +182,7 @@ def _shlex_scan(command: str) -> tuple[list[str], list[str]]:
 def scan_command(command: str) -> tuple[list[str], list[str]]:
     """Best-effort ``(files written through > >> &> or tee, directories changed into with cd/pushd)``."""
     try:
-        import bashlex
+        import bashlex  # type: ignore[import-untyped]
 
         found: list[str] = []
         dirs: list[str] = []
