@@ -28,6 +28,10 @@ Names = Sequence[str] | str | None
 ToolCallSpec = tuple[str, Any] | Mapping[str, Any]
 
 
+_DEFAULT_KEY = (None, None, None)
+_monotonic = time.monotonic
+
+
 def _names_key(value: Names) -> tuple[str, ...] | None:
     if value is None:
         return None
@@ -49,9 +53,11 @@ def _env_flag(var: str) -> bool:
 
 @dataclass(slots=True)
 class _Selection:
-    """The resolved tools of one (enabled, disabled, disabled_tools) key: valid for ``stamp`` until ``expires``."""
+    """The resolved tools of one (enabled, disabled, disabled_tools) key: valid for one registry generation and
+    toolsets version, until ``expires``."""
 
-    stamp: tuple[int, int]
+    generation: int
+    toolsets_version: int
     expires: float
     available: frozenset[str]
     selected: frozenset[str]
@@ -220,12 +226,19 @@ class ToolSystem:
     # -- selection ---------------------------------------------------------------------------------------
 
     def _selection(self, enabled: Names, disabled: Names, disabled_tools: Names) -> _Selection:
-        key = (_names_key(enabled), _names_key(disabled), _names_key(disabled_tools))
+        if enabled is None and disabled is None and disabled_tools is None:
+            key: tuple[Any, ...] = _DEFAULT_KEY
+        else:
+            key = (_names_key(enabled), _names_key(disabled), _names_key(disabled_tools))
         sel = self._selections.get(key)
-        stamp = (self.registry.generation, self.toolsets.version)
-        if sel is not None and sel.stamp == stamp and sel.expires > time.monotonic():
+        if (
+            sel is not None
+            and sel.generation == self.registry._generation
+            and sel.toolsets_version == self.toolsets.version
+            and sel.expires > _monotonic()
+        ):
             return sel
-        return self._resolve(key, stamp, sel)
+        return self._resolve(key, (self.registry._generation, self.toolsets.version), sel)
 
     def _resolve(self, key: tuple[Any, ...], stamp: tuple[int, int], prior: _Selection | None) -> _Selection:
         enabled, disabled, disabled_tools = key
@@ -238,8 +251,8 @@ class ToolSystem:
         verdicts = self.availability.verdicts(entries)
         available = frozenset(n for n, (ok, _) in verdicts.items() if ok)
         hidden = {n: reason for n, (ok, reason) in verdicts.items() if not ok}
-        sel = _Selection(stamp, time.monotonic() + self.availability.ttl, available, selected, hidden)
-        if prior is not None and prior.stamp == stamp and prior.available == available:
+        sel = _Selection(*stamp, time.monotonic() + self.availability.ttl, available, selected, hidden)
+        if prior is not None and (prior.generation, prior.toolsets_version) == stamp and prior.available == available:
             sel.rendered = prior.rendered  # same tools, same schemas: keep the rendered lists
         if len(self._selections) > 256:
             self._selections.clear()

@@ -38,13 +38,15 @@ __all__ = ["Pipeline"]
 
 log = logging.getLogger("hermes.pipeline")
 
-_ALL_ARGS = ("name", "arguments", "entry", "context", "outcome", "result")
+_PRE_ARGS = ("name", "arguments", "entry", "context")
+_POST_ARGS = (*_PRE_ARGS, "outcome")
+_TRANSFORM_ARGS = (*_PRE_ARGS, "result")
 
 
 class _Runtime:
     """What the pipeline compiles once per tool: argument processor, context opt-in, limits."""
 
-    __slots__ = ("limit", "process", "registry_generation", "timeout", "wants_context")
+    __slots__ = ("config_stamp", "limit", "process", "timeout", "wants_context")
 
     def __init__(self, entry: ToolEntry, pipeline: Pipeline) -> None:
         from ..schema import compile_arguments
@@ -56,7 +58,7 @@ class _Runtime:
         self.limit: int = int(overrides.get("max_result_chars") or entry.max_result_size_chars or cfg.max_result_chars)
         timeout = overrides.get("timeout", entry.timeout if entry.timeout is not None else cfg.timeout)
         self.timeout: float | None = float(timeout) if timeout else None
-        self.registry_generation = pipeline.config_stamp
+        self.config_stamp = pipeline.config_stamp
 
 
 def _accepts(fn: Callable[..., Any], param: str) -> bool:
@@ -68,17 +70,24 @@ def _accepts(fn: Callable[..., Any], param: str) -> bool:
 
 
 class _Impl:
-    """A hook implementation ready to call directly with only the arguments it declares."""
+    """A hook implementation with a caller that passes only the arguments it declares, positionally.
 
-    __slots__ = ("argnames", "function", "plugin_name")
+    ``call`` takes the hook's full argument list in spec order; building it once avoids a kwargs dict and a
+    list per call on the hot path.
+    """
 
-    def __init__(self, function: Callable[..., Any], argnames: Sequence[str], plugin_name: str) -> None:
+    __slots__ = ("argnames", "call", "function", "plugin_name")
+
+    def __init__(self, function: Callable[..., Any], argnames: Sequence[str], plugin_name: str, spec: Sequence[str]) -> None:
         self.function = function
         self.argnames = tuple(argnames)
         self.plugin_name = plugin_name
-
-    def __call__(self, kwargs: Mapping[str, Any]) -> Any:
-        return self.function(*[kwargs[a] for a in self.argnames])
+        unknown = [a for a in self.argnames if a not in spec]
+        if unknown:  # pluggy validates this at registration; keep the generated code honest anyway
+            raise ValueError(f"hook implementation asks for unknown arguments {unknown}")
+        namespace: dict[str, Any] = {"fn": function}
+        exec(f"def call({', '.join(spec)}):\n    return fn({', '.join(self.argnames)})", namespace)
+        self.call: Callable[..., Any] = namespace["call"]
 
 
 def _new_id() -> str:
@@ -109,6 +118,7 @@ class Pipeline:
         self._pre: tuple[_Impl, ...] = ()
         self._post: tuple[_Impl, ...] = ()
         self._transform: tuple[_Impl, ...] = ()
+        self._hooks_want_context = False
         self._threads: cf.ThreadPoolExecutor | None = None
         self._redact: Callable[[str], str] | None = None
         self._guard: Any = None
@@ -122,16 +132,17 @@ class Pipeline:
         host = self.system.host
         hook = host.pm.hook
 
-        def impls(caller: Any) -> tuple[_Impl, ...]:
+        def impls(caller: Any, spec: Sequence[str]) -> tuple[_Impl, ...]:
             # pluggy calls implementations from the end of this list (tryfirst last, trylast first)
             return tuple(
-                _Impl(i.function, i.argnames, host.pm.get_name(i.plugin) or "?")
+                _Impl(i.function, i.argnames, host.pm.get_name(i.plugin) or "?", spec)
                 for i in reversed(caller.get_hookimpls())
             )
 
-        self._pre = impls(hook.pre_tool_call)
-        self._post = impls(hook.post_tool_call)
-        self._transform = impls(hook.transform_tool_result)
+        self._pre = impls(hook.pre_tool_call, _PRE_ARGS)
+        self._post = impls(hook.post_tool_call, _POST_ARGS)
+        self._transform = impls(hook.transform_tool_result, _TRANSFORM_ARGS)
+        self._hooks_want_context = any("context" in i.argnames for i in (*self._pre, *self._post, *self._transform))
 
     @property
     def guard(self) -> Any:
@@ -151,24 +162,26 @@ class Pipeline:
     def request_approval(self, kind: str, subject: str, reason: str, context: CallContext) -> None:
         self.guard.request_approval(kind, subject, reason, context)
 
+    def _load_redactor(self) -> Callable[[str], str]:
+        from ..security import redact
+
+        self._redact = redact
+        return redact
+
     def redact(self, text: str) -> str:
         redact = self._redact
         if redact is None:
-            try:
-                from ..security import redact as redact_fn
-            except ImportError:  # TEMPORARY while hermes_core.security is being written
-                return text
+            from ..security import redact as redact_fn
+
             redact = self._redact = redact_fn
         return redact(text)
 
     def _runtime(self, entry: ToolEntry) -> _Runtime:
-        rt = entry._runtime
-        if rt is None or rt.registry_generation != self.config_stamp:
-            rt = entry._runtime = _Runtime(entry, self)
+        rt = entry._runtime = _Runtime(entry, self)
         return rt
 
-    def _trace(self, hook: str, impl: _Impl, kwargs: Mapping[str, Any], result: Any) -> None:
-        args = {a: kwargs[a] for a in impl.argnames if a != "entry"}
+    def _trace(self, hook: str, impl: _Impl, values: Sequence[Any], spec: Sequence[str], result: Any) -> None:
+        args = {a: v for a, v in zip(spec, values, strict=True) if a in impl.argnames and a != "entry"}
         print(f"[hermes trace] {hook} {impl.plugin_name} args={args!r} -> {result!r}", file=sys.stderr)
 
     # -- the stages --------------------------------------------------------------------------------------
@@ -185,13 +198,12 @@ class Pipeline:
         return f"Tool {name!r} is not enabled for this conversation.{hint}"
 
     def _pre_hooks(
-        self, name: str, args: dict[str, Any], entry: ToolEntry, ctx: CallContext, rt: _Runtime
+        self, name: str, args: dict[str, Any], entry: ToolEntry, ctx: CallContext | None, rt: _Runtime
     ) -> tuple[dict[str, Any], CallOutcome | None, list[RequireApproval]]:
         approvals: list[RequireApproval] = []
-        kwargs = {"name": name, "arguments": args, "entry": entry, "context": ctx}
         for impl in self._pre:
             try:
-                decision = impl(kwargs)
+                decision = impl.call(name, args, entry, ctx)
             except Exception:
                 error_id = _new_id()
                 log.exception("pre_tool_call hook of plugin %r failed (error id %s); blocking", impl.plugin_name, error_id)
@@ -201,7 +213,7 @@ class Pipeline:
                     error_id=error_id,
                 ), approvals
             if self.trace:
-                self._trace("pre_tool_call", impl, kwargs, decision)
+                self._trace("pre_tool_call", impl, (name, args, entry, ctx), _PRE_ARGS, decision)
             if decision is None:
                 continue
             if isinstance(decision, Block):
@@ -215,7 +227,6 @@ class Pipeline:
                         name, "blocked", "hook_error",
                         f"Blocked: a policy plugin ({impl.plugin_name}) produced invalid arguments; the call was not run.",
                     ), approvals
-                kwargs["arguments"] = args
                 continue
             if isinstance(decision, RequireApproval):
                 approvals.append(decision)
@@ -276,21 +287,21 @@ class Pipeline:
         """Transform, sanitize and limit the result, then let post hooks observe the outcome."""
         name = outcome.name
         if outcome.status == "ok":
-            text = value if isinstance(value, str) else _render(value)
+            text = value if type(value) is str else _render(value)
             if self._transform and entry is not None:
-                kwargs = {"name": name, "arguments": args, "entry": entry, "context": ctx, "result": text}
                 for impl in self._transform:
                     try:
-                        new = impl(kwargs)
+                        new = impl.call(name, args, entry, ctx, text)
                     except Exception:
                         log.exception("transform_tool_result hook of plugin %r failed; result left as it was", impl.plugin_name)
                         continue
                     if self.trace:
-                        self._trace("transform_tool_result", impl, kwargs, new)
+                        self._trace("transform_tool_result", impl, (name, args, entry, ctx, text), _TRANSFORM_ARGS, new)
                     if isinstance(new, str):
-                        text = kwargs["result"] = new
+                        text = new
             outcome.result = text
-        text = neutralise_markup(self.redact(outcome.result))
+        redact = self._redact or self._load_redactor()
+        text = neutralise_markup(redact(outcome.result))
         limit = rt.limit if rt is not None else self.system.config.max_result_chars
         if len(text) > limit:
             text, saved = limit_result(text, limit, self.system.data_dir / "results", outcome.call_id, name)
@@ -298,17 +309,13 @@ class Pipeline:
             outcome.full_output_path = str(saved) if saved is not None else None
         outcome.result = text
         outcome.duration_ms = (time.perf_counter() - started) * 1000
-        if self._post:
-            if ctx is None:
-                ctx = self.system.new_context(call_id=outcome.call_id, tool_name=name)
-            kwargs = {"name": name, "arguments": args, "entry": entry, "context": ctx, "outcome": outcome}
-            for impl in self._post:
-                try:
-                    impl(kwargs)
-                except Exception:
-                    log.exception("post_tool_call hook of plugin %r failed (ignored)", impl.plugin_name)
-                if self.trace:
-                    self._trace("post_tool_call", impl, kwargs, None)
+        for impl in self._post:
+            try:
+                impl.call(name, args, entry, ctx, outcome)
+            except Exception:
+                log.exception("post_tool_call hook of plugin %r failed (ignored)", impl.plugin_name)
+            if self.trace:
+                self._trace("post_tool_call", impl, (name, args, entry, ctx, outcome), _POST_ARGS, None)
         return outcome
 
     # -- entry points ------------------------------------------------------------------------------------
@@ -333,16 +340,18 @@ class Pipeline:
         system = self.system
         call_id = call_id or _new_call_id()
         available = system._selection(enabled, disabled, None).available
-        entry = system.registry.get(name) if isinstance(name, str) else None
+        entry = system.registry.get(name) if type(name) is str else None
         ctx = None
-        if self._pre or self._post or self._transform:  # hooks see the context of every call, failed ones too
+        if self._hooks_want_context:  # hooks see the context of every call, failed ones too
             ctx = self._context(call_id, session_id, name, available)
         if entry is None or name not in available:
             out = self._fail(str(name)[:200], "error", "unknown_tool", self._refuse_name(name, available))
             out.call_id = call_id
             return out, entry, None, {}, ctx, []
+        rt = entry._runtime
         try:
-            rt = self._runtime(entry)
+            if rt is None or rt.config_stamp != self.config_stamp:
+                rt = self._runtime(entry)
             args = rt.process(raw)
         except ToolArgumentError as err:
             out = self._fail(name, "error", "invalid_arguments", str(err))
@@ -352,13 +361,13 @@ class Pipeline:
             ctx = self._context(call_id, session_id, name, available)
         asks: list[RequireApproval] = []
         if self._pre:
-            assert ctx is not None
             args, early, asks = self._pre_hooks(name, args, entry, ctx, rt)
             if early is not None:
                 early.call_id = call_id
                 return early, entry, rt, args, ctx, asks
         if asks:
-            assert ctx is not None
+            if ctx is None:
+                ctx = self._context(call_id, session_id, name, available)
             denied = self._approve(name, args, ctx, asks)
             if denied is not None:
                 denied.call_id = call_id
@@ -381,20 +390,20 @@ class Pipeline:
             if early is not None:
                 return self._finish(early, entry, args, ctx, rt, started)
             assert entry is not None and rt is not None
-            out = CallOutcome(name=name, status="ok", result="", call_id=(ctx.call_id if ctx else call_id or ""))
-            if rt.wants_context:
-                args = {**args, "context": ctx}
+            out = CallOutcome(name, "ok", "", ctx.call_id if ctx is not None else (call_id or ""))
+            call_args = {**args, "context": ctx} if rt.wants_context else args
             try:
                 if entry.is_async:
-                    value = self.bridge.run(entry.handler(**args), rt.timeout)
+                    value = self.bridge.run(entry.handler(**call_args), rt.timeout)
                 elif rt.timeout is None:
-                    value = entry.handler(**args)
+                    value = entry.handler(**call_args)
                 else:
-                    token = self.watchdog.arm(rt.timeout)
+                    watchdog = self.watchdog
+                    token = watchdog.arm(rt.timeout)
                     try:
-                        value = entry.handler(**args)
+                        value = entry.handler(**call_args)
                     finally:
-                        if self.watchdog.disarm(token):
+                        if watchdog.disarm(token):
                             raise HandlerTimeout
             except (Exception, HandlerTimeout) as err:
                 failed = self._handler_failed(name, err, rt)
@@ -428,18 +437,17 @@ class Pipeline:
             if early is not None:
                 return self._finish(early, entry, args, ctx, rt, started)
             assert entry is not None and rt is not None
-            out = CallOutcome(name=name, status="ok", result="", call_id=(ctx.call_id if ctx else call_id or ""))
-            if rt.wants_context:
-                args = {**args, "context": ctx}
+            out = CallOutcome(name, "ok", "", ctx.call_id if ctx is not None else (call_id or ""))
+            call_args = {**args, "context": ctx} if rt.wants_context else args
             try:
                 if entry.is_async:
                     if self.bridge.in_loop_thread():
-                        value = await _timed(entry.handler(**args), rt.timeout)
+                        value = await _timed(entry.handler(**call_args), rt.timeout)
                     else:
-                        value = await self.bridge.wrap(entry.handler(**args), rt.timeout)
+                        value = await self.bridge.wrap(entry.handler(**call_args), rt.timeout)
                 else:
                     loop = asyncio.get_running_loop()
-                    value = await loop.run_in_executor(self._executor(), self._run_sync, entry, args, rt)
+                    value = await loop.run_in_executor(self._executor(), self._run_sync, entry, call_args, rt)
             except (Exception, HandlerTimeout) as err:
                 failed = self._handler_failed(name, err, rt)
                 failed.call_id = out.call_id
@@ -531,6 +539,11 @@ def _split_call(call: Any) -> tuple[Any, Any, str | None]:
 def _render(value: Any) -> str:
     if value is None:
         return ""
+    kind = type(value)
+    if kind is int or kind is float:
+        return json.dumps(value) if kind is float else str(value)
+    if kind is bool:
+        return "true" if value else "false"
     if isinstance(value, (bytes, bytearray)):
         return bytes(value).decode("utf-8", "replace")
     try:
