@@ -7,7 +7,11 @@ import nox
 nox.options.sessions = ["tests", "lint", "typecheck"]
 nox.options.reuse_existing_virtualenvs = True
 
-EXAMPLES = ["example_plugins/hermes-weather", "example_plugins/hermes-ratelimit", "example_plugins/hermes-audit"]
+EXAMPLES = [
+    "example_plugins/hermes-weather",
+    "example_plugins/hermes-ratelimit",
+    "example_plugins/hermes-audit",
+]
 
 
 @nox.session
@@ -22,7 +26,9 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     session.install("ruff>=0.5")
-    session.run("ruff", "check", "hermes_core", "hermes_builtin", "tests", "benchmarks", "noxfile.py")
+    paths = ["hermes_core", "hermes_builtin", "tests", "benchmarks", "example_plugins", "noxfile.py"]
+    session.run("ruff", "check", *paths)
+    session.run("ruff", "format", "--check", *paths)
 
 
 @nox.session

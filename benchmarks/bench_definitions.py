@@ -14,14 +14,14 @@ import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _util import per_call_ns  # noqa: E402
+from _util import per_call_ns
 
 os.environ.setdefault("HERMES_HOME", tempfile.mkdtemp(prefix="hermes-bench-"))
 os.environ["HERMES_LOAD_PLUGINS"] = "builtin"
 
-from hermes_core import ToolRegistry, ToolSystem  # noqa: E402
-from hermes_core.schema import SchemaChecker  # noqa: E402
-from hermes_core.toolsets import Toolsets  # noqa: E402
+from hermes_core import ToolRegistry, ToolSystem
+from hermes_core.schema import SchemaChecker
+from hermes_core.toolsets import Toolsets
 
 
 def schema(i: int) -> dict:
@@ -83,9 +83,13 @@ def main() -> None:
     resolved = toolsets.resolve(["all"])
     resolve_ms = (time.perf_counter() - start) * 1000
     assert len(resolved) == 10_000
-    print(f"register 10,000 tools    : {reg_ms:8.1f} ms with schema checks (cached verdicts), {bare_ms:.1f} ms without (target <= 100 ms)")
+    print(
+        f"register 10,000 tools    : {reg_ms:8.1f} ms with schema checks (cached verdicts), {bare_ms:.1f} ms without (target <= 100 ms)"
+    )
     print(f"resolve 'all'            : {resolve_ms:8.2f} ms (target <= 50 ms)")
-    print(f"memory per entry         : {per_entry:8.0f} bytes (entry + registry slot; schemas are the caller's)")
+    print(
+        f"memory per entry         : {per_entry:8.0f} bytes (entry + registry slot; schemas are the caller's)"
+    )
 
 
 if __name__ == "__main__":

@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _util import per_call_ns  # noqa: E402
+from _util import per_call_ns
 
 os.environ.setdefault("HERMES_HOME", tempfile.mkdtemp(prefix="hermes-bench-"))
 
-from hermes_core import ToolSystem, hookimpl  # noqa: E402
+from hermes_core import ToolSystem, hookimpl
 
 SCHEMA = {
     "name": "add",
@@ -86,7 +86,9 @@ def main(number: int = 50_000) -> None:
     out = plain.call_many(calls)
     elapsed = (time.perf_counter() - start) * 1000
     assert out == [str(i) for i in range(8)]
-    print(f"call_many, 8 read-only x 100 ms    : {elapsed:8.1f} ms (sequential would be 800 ms; target < 150 ms)")
+    print(
+        f"call_many, 8 read-only x 100 ms    : {elapsed:8.1f} ms (sequential would be 800 ms; target < 150 ms)"
+    )
     plain.close()
     hooked.close()
 

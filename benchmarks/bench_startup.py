@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _util import median, run_ms  # noqa: E402
+from _util import median, run_ms
 
 PLUGIN = """
 from hermes_core import registry
@@ -56,7 +56,9 @@ def main(repeat: int = 15) -> None:
     del tools
     b, w, c = median(bare), median(warm), median(cold)
     print(f"python -c pass                      : {b:7.1f} ms (median of {repeat})")
-    print(f"load, warm caches (built-ins + 100) : {w:7.1f} ms  -> +{w - b:.1f} ms over bare python (target <= +100 ms)")
+    print(
+        f"load, warm caches (built-ins + 100) : {w:7.1f} ms  -> +{w - b:.1f} ms over bare python (target <= +100 ms)"
+    )
     print(f"load, cold caches                   : {c:7.1f} ms  -> +{c - b:.1f} ms over bare python")
     print(f"ratio warm/bare                     : {w / b:7.2f}x")
     shutil.rmtree(home, ignore_errors=True)

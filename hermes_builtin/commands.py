@@ -15,7 +15,9 @@ def add_commands(cli: Any) -> None:
 
     @cron.command("run")
     @click.option("--loop", is_flag=True, help="Keep running due jobs until interrupted.")
-    @click.option("--interval", default=30.0, show_default=True, type=float, help="Seconds between checks with --loop.")
+    @click.option(
+        "--interval", default=30.0, show_default=True, type=float, help="Seconds between checks with --loop."
+    )
     def run(loop: bool, interval: float) -> None:
         """Run the jobs that are due (once, or in a loop with --loop). Prints one line per run."""
         from hermes_core.cli import current_system

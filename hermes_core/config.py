@@ -114,7 +114,9 @@ def _matches(value: Any, shape: Any) -> bool:
     return isinstance(value, shape)
 
 
-def _validate(data: Mapping[str, Any], shape: Mapping[str, Any], path: list[str], text: str, where: str) -> None:
+def _validate(
+    data: Mapping[str, Any], shape: Mapping[str, Any], path: list[str], text: str, where: str
+) -> None:
     for key, value in data.items():
         sub = shape.get(key, shape.get("*"))
         dotted = [*path, key]

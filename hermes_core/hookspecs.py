@@ -27,9 +27,7 @@ def register_toolsets() -> dict[str, dict[str, Any]] | None:
 
 
 @hookspec
-def pre_tool_call(
-    name: str, arguments: dict[str, Any], entry: ToolEntry, context: CallContext
-) -> Any:
+def pre_tool_call(name: str, arguments: dict[str, Any], entry: ToolEntry, context: CallContext) -> Any:
     """Inspect a validated call before it runs.
 
     Return None to allow, ``Block(reason)`` to refuse, ``Rewrite(arguments)`` to change the arguments or

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from . import paths
 from ._availability import Availability
@@ -89,7 +89,9 @@ class ToolSystem:
         self.host = PluginHost(self.registry, strict=strict, blocked=blocked)
         self.toolsets = Toolsets(self.registry)
         self.toolset_errors: list[str] = []
-        self.availability = Availability(ttl=self.config.check_ttl, timeout=self.config.check_timeout, system=self)
+        self.availability = Availability(
+            ttl=self.config.check_ttl, timeout=self.config.check_timeout, system=self
+        )
         ws = workspace if workspace is not None else self.config.workspace
         self.workspace = Path(ws).expanduser().resolve() if ws is not None else Path.cwd()
         self.session_id = session_id
@@ -107,7 +109,7 @@ class ToolSystem:
     @classmethod
     def load(
         cls,
-        plugins_dir: str | os.PathLike[str] | None = None,
+        plugins_dir: str | os.PathLike[str] | Literal[False] | None = None,
         load_entry_points: bool = True,
         config: str | os.PathLike[str] | Mapping[str, Any] | Config | None = None,
         *,
@@ -201,7 +203,7 @@ class ToolSystem:
             for impl in hooks.register_toolsets.get_hookimpls():
                 if impl.plugin is plugin:
                     specs = impl.function()
-                    if specs:
+                    if isinstance(specs, Mapping) and specs:
                         self.toolsets.define_many(specs, record.name)
         self.pipeline.refresh_hooks()
         return record
@@ -252,14 +254,20 @@ class ToolSystem:
         available = frozenset(n for n, (ok, _) in verdicts.items() if ok)
         hidden = {n: reason for n, (ok, reason) in verdicts.items() if not ok}
         sel = _Selection(*stamp, time.monotonic() + self.availability.ttl, available, selected, hidden)
-        if prior is not None and (prior.generation, prior.toolsets_version) == stamp and prior.available == available:
+        if (
+            prior is not None
+            and (prior.generation, prior.toolsets_version) == stamp
+            and prior.available == available
+        ):
             sel.rendered = prior.rendered  # same tools, same schemas: keep the rendered lists
         if len(self._selections) > 256:
             self._selections.clear()
         self._selections[key] = sel
         return sel
 
-    def available(self, enabled: Names = None, disabled: Names = None, disabled_tools: Names = None) -> frozenset[str]:
+    def available(
+        self, enabled: Names = None, disabled: Names = None, disabled_tools: Names = None
+    ) -> frozenset[str]:
         """Names of the tools the model may see (and run) for this selection right now."""
         return self._selection(enabled, disabled, disabled_tools).available
 
@@ -284,7 +292,9 @@ class ToolSystem:
             try:
                 extra = entry.dynamic_schema_overrides(available)
             except Exception:
-                log.exception("dynamic_schema_overrides of tool %r failed; using the registered schema", entry.name)
+                log.exception(
+                    "dynamic_schema_overrides of tool %r failed; using the registered schema", entry.name
+                )
                 extra = None
             if extra:
                 schema = {**schema, **extra, "name": entry.name}
@@ -315,13 +325,17 @@ class ToolSystem:
             sel.rendered[format] = rendered
         return list(rendered)
 
-    def hidden(self, enabled: Names = None, disabled: Names = None, disabled_tools: Names = None) -> dict[str, str]:
+    def hidden(
+        self, enabled: Names = None, disabled: Names = None, disabled_tools: Names = None
+    ) -> dict[str, str]:
         """Selected tools that are hidden now, with the reason (missing env var, failing check...)."""
         return dict(self._selection(enabled, disabled, disabled_tools).hidden)
 
     # -- calls -------------------------------------------------------------------------------------------
 
-    def new_context(self, *, session_id: str | None = None, call_id: str = "", tool_name: str = "") -> CallContext:
+    def new_context(
+        self, *, session_id: str | None = None, call_id: str = "", tool_name: str = ""
+    ) -> CallContext:
         return CallContext(
             call_id=call_id,
             session_id=session_id or self.session_id,

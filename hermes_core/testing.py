@@ -33,7 +33,12 @@ from .system import ToolSystem
 
 __all__ = ["call_tool", "hermes_home", "make_tool_system", "tool_system"]
 
-_SELECTION_VARS = ("HERMES_LOAD_PLUGINS", "HERMES_BLOCK_PLUGINS", "HERMES_STRICT_PLUGINS", "HERMES_TRACE_PLUGINS")
+_SELECTION_VARS = (
+    "HERMES_LOAD_PLUGINS",
+    "HERMES_BLOCK_PLUGINS",
+    "HERMES_STRICT_PLUGINS",
+    "HERMES_TRACE_PLUGINS",
+)
 
 
 @pytest.fixture

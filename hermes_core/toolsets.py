@@ -40,7 +40,11 @@ class CompositeToolset:
 def _names(value: Any, what: str, toolset: str) -> tuple[str, ...]:
     if value is None:
         return ()
-    if isinstance(value, str) or not isinstance(value, Sequence) or not all(isinstance(v, str) for v in value):
+    if (
+        isinstance(value, str)
+        or not isinstance(value, Sequence)
+        or not all(isinstance(v, str) for v in value)
+    ):
         raise ToolsetError(f"toolset {toolset!r}: {what} must be a list of names")
     return tuple(value)
 
@@ -66,7 +70,9 @@ class Toolsets:
             comp = spec
         else:
             if not isinstance(spec, Mapping):
-                raise ToolsetError(f"toolset {name!r}: definition must be a table/dict, got {type(spec).__name__}")
+                raise ToolsetError(
+                    f"toolset {name!r}: definition must be a table/dict, got {type(spec).__name__}"
+                )
             unknown = set(spec) - {"tools", "includes", "description"}
             if unknown:
                 raise ToolsetError(f"toolset {name!r}: unknown keys {sorted(unknown)}")
@@ -80,11 +86,11 @@ class Toolsets:
         with self._lock:
             atomic = self._registry.toolsets()
             for inc in comp.includes:
-                if inc != ALL and inc not in atomic and inc not in self._composites and inc != name:
-                    if not inc.startswith("mcp-"):
-                        raise ToolsetError(
-                            f"toolset {name!r} includes unknown toolset {inc!r}{self._suggest(inc, atomic)}"
-                        )
+                known = inc in (ALL, name) or inc in atomic or inc in self._composites
+                if not known and not inc.startswith("mcp-"):  # MCP toolsets may not be connected yet
+                    raise ToolsetError(
+                        f"toolset {name!r} includes unknown toolset {inc!r}{self._suggest(inc, atomic)}"
+                    )
             previous = self._composites.get(name)
             self._composites[name] = comp
             cycle = self._find_cycle(name)
@@ -165,9 +171,7 @@ class Toolsets:
             if name in self._registry:
                 out.add(name)
             elif not name.startswith("mcp-"):
-                raise UnknownToolsetError(
-                    f"unknown toolset or tool {name!r}{self._suggest(name, atomic)}"
-                )
+                raise UnknownToolsetError(f"unknown toolset or tool {name!r}{self._suggest(name, atomic)}")
         return out
 
     def resolve(

@@ -9,5 +9,10 @@ import pytest
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path_factory.mktemp("hermes-home")
     monkeypatch.setenv("HERMES_HOME", str(home))
-    for var in ("HERMES_LOAD_PLUGINS", "HERMES_BLOCK_PLUGINS", "HERMES_STRICT_PLUGINS", "HERMES_TRACE_PLUGINS"):
+    for var in (
+        "HERMES_LOAD_PLUGINS",
+        "HERMES_BLOCK_PLUGINS",
+        "HERMES_STRICT_PLUGINS",
+        "HERMES_TRACE_PLUGINS",
+    ):
         monkeypatch.delenv(var, raising=False)

@@ -73,7 +73,10 @@ def echo_tools(*names: str) -> object:
                 name=n,
                 toolset="files",
                 handler=lambda **kw: json.dumps(kw, sort_keys=True),
-                schema={"name": n, "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}},
+                schema={
+                    "name": n,
+                    "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+                },
             )
 
     return types.SimpleNamespace(register_tools=register_tools)
@@ -119,7 +122,9 @@ def test_post_tool_call() -> None:
 
 def test_transform_tool_result() -> None:
     system = load(example("transform_tool_result"))
-    system.registry.register(name="search_files", toolset="file", handler=lambda: "  ", schema={"name": "search_files"})
+    system.registry.register(
+        name="search_files", toolset="file", handler=lambda: "  ", schema={"name": "search_files"}
+    )
     assert system.call("search_files") == "No matches."
 
 

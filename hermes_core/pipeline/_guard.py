@@ -33,9 +33,15 @@ class SecurityGuard:
         self.store = security.ApprovalStore(allowlist)
         self.gate = security.ApprovalGate(approver, self.store, self.policy)
 
-    def _ask(self, kind: str, subject: str, reason: str, context: CallContext, hardline: bool = False) -> bool:
+    def _ask(
+        self, kind: str, subject: str, reason: str, context: CallContext, hardline: bool = False
+    ) -> bool:
         request = self._security.ApprovalRequest(
-            kind=kind, subject=subject, reason=reason, tool_name=context.tool_name, session_id=context.session_id
+            kind=kind,
+            subject=subject,
+            reason=reason,
+            tool_name=context.tool_name,
+            session_id=context.session_id,
         )
         return bool(self.gate.check(request, hardline=hardline))
 
@@ -64,7 +70,9 @@ class SecurityGuard:
         if not self.policy.requires_path_approval(op, verdict):
             return Path(verdict.resolved)
         if not self._ask("path", f"{op} {verdict.resolved}", verdict.reason, context):
-            raise ApprovalDenied(f"{op} of {verdict.resolved} needs a human's approval and was not approved ({verdict.reason})")
+            raise ApprovalDenied(
+                f"{op} of {verdict.resolved} needs a human's approval and was not approved ({verdict.reason})"
+            )
         return Path(verdict.resolved)
 
     def request_approval(self, kind: str, subject: str, reason: str, context: CallContext) -> None:

@@ -55,7 +55,9 @@ class _Runtime:
         self.process = compile_arguments(entry.parameters, max_length=cfg.max_argument_chars)
         self.wants_context = _accepts(entry.handler, "context")
         overrides = cfg.tool_limits(entry.name)
-        self.limit: int = int(overrides.get("max_result_chars") or entry.max_result_size_chars or cfg.max_result_chars)
+        self.limit: int = int(
+            overrides.get("max_result_chars") or entry.max_result_size_chars or cfg.max_result_chars
+        )
         timeout = overrides.get("timeout", entry.timeout if entry.timeout is not None else cfg.timeout)
         self.timeout: float | None = float(timeout) if timeout else None
         self.config_stamp = pipeline.config_stamp
@@ -78,7 +80,9 @@ class _Impl:
 
     __slots__ = ("argnames", "call", "function", "plugin_name")
 
-    def __init__(self, function: Callable[..., Any], argnames: Sequence[str], plugin_name: str, spec: Sequence[str]) -> None:
+    def __init__(
+        self, function: Callable[..., Any], argnames: Sequence[str], plugin_name: str, spec: Sequence[str]
+    ) -> None:
         self.function = function
         self.argnames = tuple(argnames)
         self.plugin_name = plugin_name
@@ -142,7 +146,9 @@ class Pipeline:
         self._pre = impls(hook.pre_tool_call, _PRE_ARGS)
         self._post = impls(hook.post_tool_call, _POST_ARGS)
         self._transform = impls(hook.transform_tool_result, _TRANSFORM_ARGS)
-        self._hooks_want_context = any("context" in i.argnames for i in (*self._pre, *self._post, *self._transform))
+        self._hooks_want_context = any(
+            "context" in i.argnames for i in (*self._pre, *self._post, *self._transform)
+        )
 
     @property
     def guard(self) -> Any:
@@ -206,38 +212,78 @@ class Pipeline:
                 decision = impl.call(name, args, entry, ctx)
             except Exception:
                 error_id = _new_id()
-                log.exception("pre_tool_call hook of plugin %r failed (error id %s); blocking", impl.plugin_name, error_id)
-                return args, self._fail(
-                    name, "blocked", "hook_error",
-                    f"Blocked: a policy check ({impl.plugin_name}) failed; the call was not run (error id {error_id}).",
-                    error_id=error_id,
-                ), approvals
+                log.exception(
+                    "pre_tool_call hook of plugin %r failed (error id %s); blocking",
+                    impl.plugin_name,
+                    error_id,
+                )
+                return (
+                    args,
+                    self._fail(
+                        name,
+                        "blocked",
+                        "hook_error",
+                        f"Blocked: a policy check ({impl.plugin_name}) failed; the call was not run (error id {error_id}).",
+                        error_id=error_id,
+                    ),
+                    approvals,
+                )
             if self.trace:
                 self._trace("pre_tool_call", impl, (name, args, entry, ctx), _PRE_ARGS, decision)
             if decision is None:
                 continue
             if isinstance(decision, Block):
-                return args, self._fail(name, "blocked", "blocked", f"Blocked by {impl.plugin_name}: {decision.reason}"), approvals
+                return (
+                    args,
+                    self._fail(
+                        name, "blocked", "blocked", f"Blocked by {impl.plugin_name}: {decision.reason}"
+                    ),
+                    approvals,
+                )
             if isinstance(decision, Rewrite):
                 try:
                     args = rt.process(decision.arguments)
                 except ToolArgumentError as err:
-                    log.error("plugin %r rewrote the arguments of %r into invalid ones: %s", impl.plugin_name, name, err)
-                    return args, self._fail(
-                        name, "blocked", "hook_error",
-                        f"Blocked: a policy plugin ({impl.plugin_name}) produced invalid arguments; the call was not run.",
-                    ), approvals
+                    log.error(
+                        "plugin %r rewrote the arguments of %r into invalid ones: %s",
+                        impl.plugin_name,
+                        name,
+                        err,
+                    )
+                    return (
+                        args,
+                        self._fail(
+                            name,
+                            "blocked",
+                            "hook_error",
+                            f"Blocked: a policy plugin ({impl.plugin_name}) produced invalid arguments; the call was not run.",
+                        ),
+                        approvals,
+                    )
                 continue
             if isinstance(decision, RequireApproval):
                 approvals.append(decision)
                 continue
-            log.error("pre_tool_call hook of plugin %r returned %r; blocking (fail closed)", impl.plugin_name, decision)
-            return args, self._fail(
-                name, "blocked", "hook_error", f"Blocked: a policy check ({impl.plugin_name}) gave an invalid answer."
-            ), approvals
+            log.error(
+                "pre_tool_call hook of plugin %r returned %r; blocking (fail closed)",
+                impl.plugin_name,
+                decision,
+            )
+            return (
+                args,
+                self._fail(
+                    name,
+                    "blocked",
+                    "hook_error",
+                    f"Blocked: a policy check ({impl.plugin_name}) gave an invalid answer.",
+                ),
+                approvals,
+            )
         return args, None, approvals
 
-    def _approve(self, name: str, args: dict[str, Any], ctx: CallContext, asks: list[RequireApproval]) -> CallOutcome | None:
+    def _approve(
+        self, name: str, args: dict[str, Any], ctx: CallContext, asks: list[RequireApproval]
+    ) -> CallOutcome | None:
         reason = "; ".join(a.reason for a in asks)
         subject = next((a.subject for a in asks if a.subject), None)
         if subject is None:
@@ -251,9 +297,13 @@ class Pipeline:
             return self._fail(name, "denied", "approval", "Denied: the approval could not be obtained.")
         return None
 
-    def _fail(self, name: str, status: Status, kind: str, message: str, error_id: str | None = None) -> CallOutcome:
+    def _fail(
+        self, name: str, status: Status, kind: str, message: str, error_id: str | None = None
+    ) -> CallOutcome:
         extra = {"error_id": error_id} if error_id else {}
-        return CallOutcome(name=name, status=status, result=_error_text(message, **extra), error_kind=kind, error_id=error_id)
+        return CallOutcome(
+            name=name, status=status, result=_error_text(message, **extra), error_kind=kind, error_id=error_id
+        )
 
     def _handler_failed(self, name: str, err: BaseException, rt: _Runtime | None) -> CallOutcome:
         if isinstance(err, ApprovalDenied):
@@ -263,13 +313,19 @@ class Pipeline:
         if isinstance(err, (HandlerTimeout, TimeoutError)):
             seconds = rt.timeout if rt is not None else None
             return self._fail(
-                name, "error", "timeout",
-                f"The tool {name!r} timed out after {seconds:g} s and was stopped." if seconds else f"The tool {name!r} timed out.",
+                name,
+                "error",
+                "timeout",
+                f"The tool {name!r} timed out after {seconds:g} s and was stopped."
+                if seconds
+                else f"The tool {name!r} timed out.",
             )
         error_id = _new_id()
         log.error("tool %r raised %s (error id %s)", name, type(err).__name__, error_id, exc_info=err)
         return self._fail(
-            name, "error", "exception",
+            name,
+            "error",
+            "exception",
             f"The tool {name!r} failed with an internal error (error id {error_id}); the details are in the log.",
             error_id=error_id,
         )
@@ -293,10 +349,19 @@ class Pipeline:
                     try:
                         new = impl.call(name, args, entry, ctx, text)
                     except Exception:
-                        log.exception("transform_tool_result hook of plugin %r failed; result left as it was", impl.plugin_name)
+                        log.exception(
+                            "transform_tool_result hook of plugin %r failed; result left as it was",
+                            impl.plugin_name,
+                        )
                         continue
                     if self.trace:
-                        self._trace("transform_tool_result", impl, (name, args, entry, ctx, text), _TRANSFORM_ARGS, new)
+                        self._trace(
+                            "transform_tool_result",
+                            impl,
+                            (name, args, entry, ctx, text),
+                            _TRANSFORM_ARGS,
+                            new,
+                        )
                     if isinstance(new, str):
                         text = new
             outcome.result = text
@@ -320,7 +385,9 @@ class Pipeline:
 
     # -- entry points ------------------------------------------------------------------------------------
 
-    def _context(self, call_id: str, session_id: str | None, name: Any, available: frozenset[str]) -> CallContext:
+    def _context(
+        self, call_id: str, session_id: str | None, name: Any, available: frozenset[str]
+    ) -> CallContext:
         system = self.system
         return CallContext(
             call_id=call_id,
@@ -334,8 +401,21 @@ class Pipeline:
         )
 
     def _prepare(
-        self, name: str, raw: Any, enabled: Names, disabled: Names, session_id: str | None, call_id: str | None
-    ) -> tuple[CallOutcome | None, ToolEntry | None, _Runtime | None, dict[str, Any], CallContext | None, list[RequireApproval]]:
+        self,
+        name: str,
+        raw: Any,
+        enabled: Names,
+        disabled: Names,
+        session_id: str | None,
+        call_id: str | None,
+    ) -> tuple[
+        CallOutcome | None,
+        ToolEntry | None,
+        _Runtime | None,
+        dict[str, Any],
+        CallContext | None,
+        list[RequireApproval],
+    ]:
         """Stages before dispatch. Returns an early outcome, or what dispatch needs."""
         system = self.system
         call_id = call_id or _new_call_id()
@@ -416,8 +496,11 @@ class Pipeline:
             error_id = _new_id()
             log.exception("internal error in the call pipeline for %r (error id %s)", name, error_id)
             return self._fail(
-                str(name)[:200], "error", "exception",
-                f"Internal error while running the tool (error id {error_id}).", error_id=error_id,
+                str(name)[:200],
+                "error",
+                "exception",
+                f"Internal error while running the tool (error id {error_id}).",
+                error_id=error_id,
             )
 
     async def arun(
@@ -459,8 +542,11 @@ class Pipeline:
             error_id = _new_id()
             log.exception("internal error in the call pipeline for %r (error id %s)", name, error_id)
             return self._fail(
-                str(name)[:200], "error", "exception",
-                f"Internal error while running the tool (error id {error_id}).", error_id=error_id,
+                str(name)[:200],
+                "error",
+                "exception",
+                f"Internal error while running the tool (error id {error_id}).",
+                error_id=error_id,
             )
 
     def _run_sync(self, entry: ToolEntry, args: dict[str, Any], rt: _Runtime) -> Any:
@@ -497,7 +583,9 @@ class Pipeline:
             else:
                 pool = self._executor()
                 futures = {
-                    i: pool.submit(self.run, parsed[i][0], parsed[i][1], enabled, disabled, session_id, parsed[i][2])
+                    i: pool.submit(
+                        self.run, parsed[i][0], parsed[i][1], enabled, disabled, session_id, parsed[i][2]
+                    )
                     for i in batch
                 }
                 for i, fut in futures.items():
@@ -529,7 +617,8 @@ class Pipeline:
 
 def _split_call(call: Any) -> tuple[Any, Any, str | None]:
     if isinstance(call, Mapping):
-        fn = call.get("function") if isinstance(call.get("function"), Mapping) else call
+        inner = call.get("function")
+        fn: Mapping[str, Any] = inner if isinstance(inner, Mapping) else call
         return fn.get("name"), fn.get("arguments"), call.get("id")
     if isinstance(call, (tuple, list)) and len(call) in (2, 3):
         return call[0], call[1], call[2] if len(call) == 3 else None

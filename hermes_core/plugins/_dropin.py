@@ -81,7 +81,11 @@ def scan_directory(directory: Path, cache_file: Path | None) -> list[ScanVerdict
     if cache_file is not None:
         try:
             data = json.loads(cache_file.read_text("utf-8"))
-            if isinstance(data, dict) and data.get("v") == _CACHE_VERSION and isinstance(data.get("files"), dict):
+            if (
+                isinstance(data, dict)
+                and data.get("v") == _CACHE_VERSION
+                and isinstance(data.get("files"), dict)
+            ):
                 cache = data["files"]
         except (OSError, ValueError):
             pass  # missing or corrupt cache: rescan everything

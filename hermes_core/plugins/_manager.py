@@ -174,7 +174,9 @@ class PluginHost:
             cache_file = cache_dir / f"dropin-{digest}.json"
         for verdict in scan_directory(directory, cache_file):
             name = f"dropin:{verdict.path.stem}"
-            record = PluginRecord(name=name, source="drop-in", path=str(verdict.path), module=verdict.path.stem)
+            record = PluginRecord(
+                name=name, source="drop-in", path=str(verdict.path), module=verdict.path.stem
+            )
             if name in self.blocked or verdict.path.stem in self.blocked:
                 record.status = "blocked"
                 record.note = "blocked by configuration"

@@ -78,7 +78,11 @@ _GEMINI_KEYS = frozenset(
         "propertyOrdering",
     }
 )
-_GEMINI_FORMATS = {"string": {"enum", "date-time"}, "integer": {"int32", "int64"}, "number": {"float", "double"}}
+_GEMINI_FORMATS = {
+    "string": {"enum", "date-time"},
+    "integer": {"int32", "int64"},
+    "number": {"float", "double"},
+}
 _MAX_DEPTH = 32
 
 

@@ -49,7 +49,7 @@ def test_composites_expand_to_any_depth_and_all_means_everything() -> None:
 
 def test_cycles_and_unknown_includes_fail_at_definition() -> None:
     s = system_with(("read", "file"))
-    with pytest.raises(ToolsetError, match="unknown toolset 'fiel'.*did you mean 'file'"):
+    with pytest.raises(ToolsetError, match=r"unknown toolset 'fiel'.*did you mean 'file'"):
         s.toolsets.define("x", {"includes": ["fiel"]})
     s.toolsets.define("a", {"includes": ["file"]})
     s.toolsets.define("b", {"includes": ["a"]})
@@ -64,7 +64,9 @@ def test_cycles_and_unknown_includes_fail_at_definition() -> None:
 
 def test_requires_env_really_gates(monkeypatch: pytest.MonkeyPatch) -> None:
     s = system_with()
-    s.registry.register(name="gh", toolset="git", schema=tool("gh"), handler=lambda q="": "ok", requires_env=("GH_TOKEN",))
+    s.registry.register(
+        name="gh", toolset="git", schema=tool("gh"), handler=lambda q="": "ok", requires_env=("GH_TOKEN",)
+    )
     monkeypatch.delenv("GH_TOKEN", raising=False)
     assert s.definitions() == []
     assert s.hidden() == {"gh": "missing environment variable GH_TOKEN"}
@@ -78,7 +80,13 @@ def test_requires_env_really_gates(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_flipped_check_is_seen_after_the_ttl_and_dispatch_rechecks() -> None:
     s = system_with(config={"tools": {"check_ttl": 0.05}})
     state = {"ok": True}
-    s.registry.register(name="svc", toolset="svc", schema=tool("svc"), handler=lambda q="": "ran", check_fn=lambda: state["ok"])
+    s.registry.register(
+        name="svc",
+        toolset="svc",
+        schema=tool("svc"),
+        handler=lambda q="": "ran",
+        check_fn=lambda: state["ok"],
+    )
     assert names(s.definitions()) == ["svc"]
     state["ok"] = False
     time.sleep(0.06)
@@ -97,8 +105,16 @@ def test_check_that_raises_or_hangs_hides_the_tool() -> None:
         raise RuntimeError("no daemon")
 
     s.registry.register(name="a", toolset="t", schema=tool("a"), handler=print, check_fn=boom)
-    s.registry.register(name="b", toolset="t", schema=tool("b"), handler=print, check_fn=lambda: release.wait(5))
-    s.registry.register(name="c", toolset="t", schema=tool("c"), handler=print, check_fn=lambda: (False, "binary 'ffmpeg' not found"))
+    s.registry.register(
+        name="b", toolset="t", schema=tool("b"), handler=print, check_fn=lambda: release.wait(5)
+    )
+    s.registry.register(
+        name="c",
+        toolset="t",
+        schema=tool("c"),
+        handler=print,
+        check_fn=lambda: (False, "binary 'ffmpeg' not found"),
+    )
     started = time.perf_counter()
     assert s.definitions() == []
     assert time.perf_counter() - started < 1.5
@@ -127,7 +143,13 @@ def test_dynamic_schema_overrides_follow_what_is_available() -> None:
             return {"description": "Run code. Use search() for web lookups."}
         return None
 
-    s.registry.register(name="code", toolset="code", schema=tool("code"), handler=print, dynamic_schema_overrides=mention_search)
+    s.registry.register(
+        name="code",
+        toolset="code",
+        schema=tool("code"),
+        handler=print,
+        dynamic_schema_overrides=mention_search,
+    )
     by_name = {d["function"]["name"]: d for d in s.definitions()}
     assert "search()" in by_name["code"]["function"]["description"]
     only_code = s.definitions(enabled=["code"])
@@ -177,7 +199,12 @@ def test_recursive_refs_render_for_gemini() -> None:
         "name": "tree",
         "parameters": {
             "type": "object",
-            "$defs": {"node": {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+            "$defs": {
+                "node": {
+                    "type": "object",
+                    "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+                }
+            },
             "properties": {"root": {"$ref": "#/$defs/node"}},
         },
     }

@@ -84,7 +84,9 @@ def test_unknown_and_disabled_tools_are_refused_with_suggestions(system: ToolSys
     assert system.call("subtract", {}) == "0"
 
 
-def test_tool_error_keeps_its_message_other_errors_become_generic(system: ToolSystem, caplog: pytest.LogCaptureFixture) -> None:
+def test_tool_error_keeps_its_message_other_errors_become_generic(
+    system: ToolSystem, caplog: pytest.LogCaptureFixture
+) -> None:
     def deliberate() -> str:
         raise ToolError("city 'Atlantis' not found")
 
@@ -393,7 +395,9 @@ def test_acall_is_native_and_runs_sync_handlers_off_the_loop() -> None:
                 await asyncio.sleep(0.01)
 
         t = asyncio.create_task(ticker())
-        results = await asyncio.gather(s.acall("blocking"), s.acall("fetch"), s.acall("add", {"a": 2, "b": 2}))
+        results = await asyncio.gather(
+            s.acall("blocking"), s.acall("fetch"), s.acall("add", {"a": 2, "b": 2})
+        )
         stop = True
         await t
         return list(results), ticks
@@ -433,8 +437,16 @@ def test_call_many_runs_read_only_tools_concurrently_in_order() -> None:
         log.append(f"w{i}")
         return f"w{i}"
 
-    s.registry.register(name="read", toolset="t", schema=schema("read", {"i": {"type": "integer"}}), handler=read, parallel_safe=True)
-    s.registry.register(name="write", toolset="t", schema=schema("write", {"i": {"type": "integer"}}), handler=write)
+    s.registry.register(
+        name="read",
+        toolset="t",
+        schema=schema("read", {"i": {"type": "integer"}}),
+        handler=read,
+        parallel_safe=True,
+    )
+    s.registry.register(
+        name="write", toolset="t", schema=schema("write", {"i": {"type": "integer"}}), handler=write
+    )
     calls: list[Any] = [("read", {"i": i}) for i in range(8)]
     calls += [{"name": "write", "arguments": '{"i": 1}'}, ("missing", {}), ("write", {"i": 2})]
     results = s.call_many(calls)
@@ -455,7 +467,18 @@ def test_call_never_raises_on_any_input(system: ToolSystem, raw: Any) -> None:
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(name=st.text(max_size=50), payload=st.dictionaries(st.text(max_size=10), st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20), lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3), max_leaves=10), max_size=5))
+@given(
+    name=st.text(max_size=50),
+    payload=st.dictionaries(
+        st.text(max_size=10),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+            lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3),
+            max_leaves=10,
+        ),
+        max_size=5,
+    ),
+)
 def test_call_never_raises_on_any_name_or_payload(system: ToolSystem, name: str, payload: dict) -> None:
     assert isinstance(system.call(name, payload), str)
     assert isinstance(system.call("add", payload), str)

@@ -34,7 +34,9 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def make_dist(site: Path, dist: str, module: str, body: str, ep_name: str | None = None, requires: str = "") -> None:
+def make_dist(
+    site: Path, dist: str, module: str, body: str, ep_name: str | None = None, requires: str = ""
+) -> None:
     """A real installed distribution: a module plus a dist-info folder with entry_points.txt."""
     write(site / f"{module}.py", body)
     info = site / f"{dist.replace('-', '_')}-1.2.3.dist-info"
@@ -67,8 +69,14 @@ def test_broken_dropins_are_recorded_and_others_load(tmp_path: Path) -> None:
     plugins = tmp_path / "plugins"
     write(plugins / "a_good.py", TOOL_FILE.format(name="add", toolset="math"))
     write(plugins / "b_syntax.py", "from hermes_core import registry\nregistry.register(name=\n")
-    write(plugins / "c_raises.py", "from hermes_core import registry\nregistry.register(name='x', toolset='t', schema={'name': 'x'}, handler=print)\nraise RuntimeError('boom at import')\n")
-    write(plugins / "d_badschema.py", "from hermes_core import registry\nregistry.register(name='y', toolset='t', schema=['not', 'a', 'dict'], handler=print)\n")
+    write(
+        plugins / "c_raises.py",
+        "from hermes_core import registry\nregistry.register(name='x', toolset='t', schema={'name': 'x'}, handler=print)\nraise RuntimeError('boom at import')\n",
+    )
+    write(
+        plugins / "d_badschema.py",
+        "from hermes_core import registry\nregistry.register(name='y', toolset='t', schema=['not', 'a', 'dict'], handler=print)\n",
+    )
     write(plugins / "e_clash.py", TOOL_FILE.format(name="add", toolset="other"))
     system = ToolSystem.load(plugins_dir=plugins, load_entry_points=False)
     records = {r.name: r for r in system.plugin_records()}
@@ -136,7 +144,12 @@ def test_entry_points_are_discovered_and_cached(tmp_path: Path, monkeypatch: pyt
     monkeypatch.syspath_prepend(str(site))
     system = ToolSystem.load(plugins_dir=False)
     entry = system.registry["ping"]
-    assert (entry.plugin, entry.distribution, entry.version, entry.source) == ("hermes-ping", "hermes-ping", "1.2.3", "entry point")
+    assert (entry.plugin, entry.distribution, entry.version, entry.source) == (
+        "hermes-ping",
+        "hermes-ping",
+        "1.2.3",
+        "entry point",
+    )
     assert system.call("ping") == "pong"
     import os
 
@@ -152,29 +165,45 @@ def test_entry_points_are_discovered_and_cached(tmp_path: Path, monkeypatch: pyt
 def test_broken_entry_points_do_not_stop_loading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     site = tmp_path / "site"
     make_dist(site, "hermes-bad-import", "bad_import_mod", "import does_not_exist_anywhere\n")
-    make_dist(site, "hermes-bad-hook", "bad_hook_mod", """
+    make_dist(
+        site,
+        "hermes-bad-hook",
+        "bad_hook_mod",
+        """
     from hermes_core import hookimpl
 
     @hookimpl
     def register_tools(registry, surprise):
         pass
-    """)
-    make_dist(site, "hermes-raiser", "raiser_mod", """
+    """,
+    )
+    make_dist(
+        site,
+        "hermes-raiser",
+        "raiser_mod",
+        """
     from hermes_core import hookimpl
 
     @hookimpl
     def register_tools(registry):
         raise ValueError("cannot register today")
-    """)
+    """,
+    )
     make_dist(site, "hermes-exit", "exit_mod", "import sys\nsys.exit(3)\n")
     make_dist(site, "hermes-dupe-one", "dupe_one_mod", "", ep_name="shared-name")
     make_dist(site, "hermes-dupe-two", "dupe_two_mod", "", ep_name="shared-name")
     monkeypatch.syspath_prepend(str(site))
     system = ToolSystem.load(plugins_dir=False)
     records = {r.name: r for r in system.plugin_records()}
-    assert records["hermes-bad-import"].stage == "import" and "does_not_exist_anywhere" in records["hermes-bad-import"].error
+    assert (
+        records["hermes-bad-import"].stage == "import"
+        and "does_not_exist_anywhere" in records["hermes-bad-import"].error
+    )
     assert records["hermes-bad-hook"].stage == "register" and "surprise" in records["hermes-bad-hook"].error
-    assert records["hermes-raiser"].stage == "register_tools" and "cannot register today" in records["hermes-raiser"].error
+    assert (
+        records["hermes-raiser"].stage == "register_tools"
+        and "cannot register today" in records["hermes-raiser"].error
+    )
     assert records["hermes-exit"].status == "failed"
     dupes = [r for r in system.plugin_records() if r.name.startswith("shared-name")]
     assert sorted(r.status for r in dupes) == ["failed", "loaded"]
@@ -184,14 +213,19 @@ def test_broken_entry_points_do_not_stop_loading(tmp_path: Path, monkeypatch: py
 def test_blocking_and_load_lists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     site = tmp_path / "site"
     for n in ("alpha", "beta"):
-        make_dist(site, f"hermes-{n}", f"{n}_mod", f"""
+        make_dist(
+            site,
+            f"hermes-{n}",
+            f"{n}_mod",
+            f"""
         from hermes_core import hookimpl
 
         @hookimpl
         def register_tools(registry):
             registry.register(name="{n}", toolset="{n}", handler=lambda: "{n}",
                               schema={{"name": "{n}", "parameters": {{"type": "object", "properties": {{}}}}}})
-        """)
+        """,
+        )
     monkeypatch.syspath_prepend(str(site))
     assert {"alpha", "beta"} <= set(ToolSystem.load(plugins_dir=False).registry.names())
     assert "alpha" not in ToolSystem.load(plugins_dir=False, blocked=["hermes-alpha"]).registry
@@ -201,7 +235,9 @@ def test_blocking_and_load_lists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("HERMES_LOAD_PLUGINS", "hermes-alpha")
     system = ToolSystem.load(plugins_dir=False)
     assert "alpha" in system.registry and "beta" not in system.registry
-    assert {r.name: r.note for r in system.plugin_records()}["hermes-beta"] == "not listed in HERMES_LOAD_PLUGINS"
+    assert {r.name: r.note for r in system.plugin_records()}[
+        "hermes-beta"
+    ] == "not listed in HERMES_LOAD_PLUGINS"
     config = tmp_path / "config.toml"
     config.write_text('[plugins]\nblocked = ["hermes-alpha"]\n')
     monkeypatch.delenv("HERMES_LOAD_PLUGINS")
@@ -211,14 +247,17 @@ def test_blocking_and_load_lists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_hook_plugins_from_dropins(tmp_path: Path) -> None:
     plugins = tmp_path / "plugins"
     write(plugins / "adder.py", TOOL_FILE.format(name="add", toolset="math"))
-    write(plugins / "policy.py", """
+    write(
+        plugins / "policy.py",
+        """
     from hermes_core import hookimpl, Block
 
     @hookimpl
     def pre_tool_call(name, arguments):
         if arguments.get("a") == 13:
             return Block("13 is unlucky")
-    """)
+    """,
+    )
     system = ToolSystem.load(plugins_dir=plugins, load_entry_points=False)
     outcome = system.call_outcome("add", {"a": 13, "b": 1})
     assert outcome.status == "blocked" and "unlucky" in json.loads(outcome.result)["error"]

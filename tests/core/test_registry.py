@@ -35,7 +35,9 @@ def test_entry_fields_and_defaults() -> None:
     assert entry.is_async is True
     assert entry.description == "the a tool"
     assert entry.requires_env == ("TOKEN",)
-    sync = reg.register(name="b", toolset="ts", schema=schema("b"), handler=lambda x: x, description="own words")
+    sync = reg.register(
+        name="b", toolset="ts", schema=schema("b"), handler=lambda x: x, description="own words"
+    )
     assert sync.is_async is False and sync.description == "own words"
     assert not hasattr(sync, "__dict__")  # __slots__ keeps 10,000 entries small
 
@@ -80,7 +82,10 @@ def test_mcp_toolsets_may_replace_each_other() -> None:
         ({"name": "other", "parameters": {"type": "object"}}, "names the tool 'other'"),
         ("not a dict", "must be a dict"),
         ({"name": "t", "parameters": {"type": "string"}}, "type 'object'"),
-        ({"name": "t", "parameters": {"type": "object", "properties": {"x": {"type": "integr"}}}}, "not valid JSON Schema"),
+        (
+            {"name": "t", "parameters": {"type": "object", "properties": {"x": {"type": "integr"}}}},
+            "not valid JSON Schema",
+        ),
         ({"name": "t", "parameters": {"type": "object", "required": "x"}}, "not valid JSON Schema"),
     ],
 )
@@ -95,7 +100,9 @@ def test_schema_verdicts_are_cached_on_disk(tmp_path) -> None:
     cache = tmp_path / "verdicts.json"
     checker = SchemaChecker(cache)
     reg = ToolRegistry(schema_checker=checker)
-    reg.register(name="t", toolset="ts", schema=schema("t", y={"type": "string", "minLength": 3}), handler=print)
+    reg.register(
+        name="t", toolset="ts", schema=schema("t", y={"type": "string", "minLength": 3}), handler=print
+    )
     checker.flush()
     assert cache.exists() and len(cache.read_text()) > 10
     cache.write_text("{corrupt")  # a corrupt cache only means a recheck
