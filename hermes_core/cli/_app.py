@@ -9,7 +9,8 @@ from typing import Any
 import click
 
 from .. import __version__
-from ._state import ConfigFailure, State, get_state, parse_plugin_spec, trace, trace_enabled
+from .._trace import trace, trace_enabled
+from ._state import ConfigFailure, State, get_state, parse_plugin_spec
 
 __all__ = ["HermesGroup", "cli", "collect_plugin_commands"]
 

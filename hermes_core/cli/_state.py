@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -123,11 +121,3 @@ def get_state(ctx: click.Context | None = None) -> State:
 def current_system() -> ToolSystem:
     """The ``ToolSystem`` of the running ``hermes`` command; plugin commands call this to reach the tools."""
     return get_state().system()
-
-
-def trace_enabled() -> bool:
-    return os.environ.get("HERMES_TRACE_PLUGINS", "") not in ("", "0")
-
-
-def trace(message: str) -> None:
-    print(f"[hermes trace] {message}", file=sys.stderr)

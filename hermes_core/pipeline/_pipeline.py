@@ -15,13 +15,12 @@ import inspect
 import itertools
 import json
 import logging
-import os
-import sys
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._trace import trace, trace_enabled
 from ..context import ApprovalDenied, CallContext
 from ..decisions import Block, CallOutcome, RequireApproval, Rewrite, Status
 from ..errors import ToolError
@@ -126,7 +125,7 @@ class Pipeline:
         self._threads: cf.ThreadPoolExecutor | None = None
         self._redact: Callable[[str], str] | None = None
         self._guard: Any = None
-        self.trace = os.environ.get("HERMES_TRACE_PLUGINS", "") not in ("", "0")
+        self.trace = trace_enabled()
         self.config_stamp = 0
 
     # -- setup -------------------------------------------------------------------------------------------
@@ -188,7 +187,7 @@ class Pipeline:
 
     def _trace(self, hook: str, impl: _Impl, values: Sequence[Any], spec: Sequence[str], result: Any) -> None:
         args = {a: v for a, v in zip(spec, values, strict=True) if a in impl.argnames and a != "entry"}
-        print(f"[hermes trace] {hook} {impl.plugin_name} args={args!r} -> {result!r}", file=sys.stderr)
+        trace(f"{hook} {impl.plugin_name} args={args!r} -> {result!r}")
 
     # -- the stages --------------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from typing import Any
 import pluggy
 
 from .. import hookspecs
+from .._trace import trace, trace_enabled
 from ..registry import Provenance, ToolRegistry, bound_registry, provenance
 from ._dropin import scan_directory
 from ._entrypoints import EntryPointInfo, discover
@@ -256,11 +257,15 @@ class PluginHost:
                 with bound_registry(self.registry), provenance(origin):
                     impl.function(**{arg: self.registry for arg in impl.argnames})
             except Exception as err:
+                if trace_enabled():
+                    trace(f"register_tools {record.name} args={{'registry': ...}} -> raised {err!r}")
                 self._rollback(record.name, before)
                 self.pm.unregister(impl.plugin)
                 self._fail(record, "register_tools", err)
                 continue
             record.tools = [e.name for e in self.registry.entries() if e.plugin == record.name]
+            if trace_enabled():
+                trace(f"register_tools {record.name} args={{'registry': ...}} -> registered {record.tools}")
 
     def run_register_toolsets(self, define_many: Callable[[dict[str, Any], str], None]) -> None:
         """Collect composite toolsets from every plugin; ``define_many(specs, plugin)`` validates and stores.
@@ -273,6 +278,8 @@ class PluginHost:
                 continue
             try:
                 specs = impl.function()
+                if trace_enabled():
+                    trace(f"register_toolsets {record.name} args={{}} -> {specs!r}")
                 if specs is None:
                     continue
                 if not isinstance(specs, dict):

@@ -262,3 +262,28 @@ def test_hook_plugins_from_dropins(tmp_path: Path) -> None:
     outcome = system.call_outcome("add", {"a": 13, "b": 1})
     assert outcome.status == "blocked" and "unlucky" in json.loads(outcome.result)["error"]
     assert system.call("add", {"a": 12, "b": 1}) == "13"
+
+
+def test_trace_covers_load_time_hooks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plugins = tmp_path / "plugins"
+    write(
+        plugins / "hooked.py",
+        """
+    from hermes_core import hookimpl
+
+    @hookimpl
+    def register_tools(registry):
+        registry.register(name="t", toolset="ts", handler=lambda: "ok", schema={"name": "t"})
+
+    @hookimpl
+    def register_toolsets():
+        return {"bundle": {"includes": ["ts"]}}
+    """,
+    )
+    monkeypatch.setenv("HERMES_TRACE_PLUGINS", "1")
+    ToolSystem.load(plugins_dir=plugins, load_entry_points=False)
+    err = capsys.readouterr().err
+    assert "[hermes trace] register_tools dropin:hooked" in err and "registered ['t']" in err
+    assert "[hermes trace] register_toolsets dropin:hooked" in err and "'bundle'" in err
