@@ -6,15 +6,17 @@ reason) instead of hanging ``definitions()``; a hung check is not resubmitted wh
 
 from __future__ import annotations
 
-import concurrent.futures as cf
-import inspect
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from .registry import ToolEntry
+
+if TYPE_CHECKING:
+    import concurrent.futures as cf
 
 __all__ = ["Availability"]
 
@@ -43,6 +45,8 @@ class Availability:
 
     def _executor(self) -> cf.ThreadPoolExecutor:
         if self._pool is None:
+            import concurrent.futures as cf
+
             self._pool = cf.ThreadPoolExecutor(max_workers=8, thread_name_prefix="hermes-check")
         return self._pool
 
@@ -76,6 +80,8 @@ class Availability:
                     self._running[entry.check_fn] = fut
                 pending.append((entry, fut))
         if pending:
+            import concurrent.futures as cf
+
             cf.wait([f for _, f in pending], timeout=self.timeout)
             for entry, fut in pending:
                 ok, reason = self._read(entry, fut)
@@ -85,6 +91,8 @@ class Availability:
 
     def _run_check(self, check: Callable[..., object]) -> object:
         """Call a check; one that declares a parameter named ``system`` gets the tool system."""
+        import inspect
+
         try:
             wants_system = "system" in inspect.signature(check).parameters
         except (TypeError, ValueError):

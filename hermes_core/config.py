@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -236,6 +235,8 @@ def resolve_secret(value: Any) -> Any:
 
 def parse_config(text: str, where: str = "<config>") -> Config:
     """Parse and validate TOML text; raises ``ConfigError`` naming the line and key."""
+    import tomllib
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

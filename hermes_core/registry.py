@@ -11,7 +11,7 @@ a process-wide default registry.
 from __future__ import annotations
 
 import contextlib
-import inspect
+import functools
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -99,6 +99,21 @@ def provenance(value: Provenance) -> Iterator[None]:
         _provenance.reset(token)
 
 
+_CO_COROUTINE = 0x80  # the code flag of an ``async def`` function
+
+
+def _is_coroutine_function(fn: object) -> bool:
+    """``inspect.iscoroutinefunction`` without importing inspect (partials, methods and async callables)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        call = getattr(type(fn), "__call__", None)  # noqa: B004 - an object whose __call__ is async
+        code = getattr(getattr(call, "__func__", call), "__code__", None)
+    return bool(code is not None and code.co_flags & _CO_COROUTINE)
+
+
 def _is_mcp(toolset: str) -> bool:
     return toolset.startswith("mcp-")
 
@@ -171,9 +186,7 @@ class ToolEntry:
         self.check_fn = check_fn
         self.requires_env = (requires_env,) if isinstance(requires_env, str) else tuple(requires_env)
         if is_async is None:
-            is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
-                getattr(handler, "__call__", None)  # noqa: B004 - async callable objects
-            )
+            is_async = _is_coroutine_function(handler)
         self.is_async = bool(is_async)
         self.description = description if description is not None else str(schema.get("description", ""))
         self.emoji = emoji

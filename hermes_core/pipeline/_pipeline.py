@@ -8,10 +8,7 @@ redacted outcome (no secret ever reaches an observer plugin) with the duration o
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures as cf
 import difflib
-import inspect
 import itertools
 import json
 import logging
@@ -26,12 +23,14 @@ from ..decisions import Block, CallOutcome, RequireApproval, Rewrite, Status
 from ..errors import ToolError
 from ..registry import ToolEntry
 from ..schema import ToolArgumentError
-from ._bridge import LoopBridge
 from ._results import limit_result, neutralise_markup
 from ._watchdog import HandlerTimeout, Watchdog
 
 if TYPE_CHECKING:
+    import concurrent.futures as cf
+
     from ..system import Names, ToolSystem
+    from ._bridge import LoopBridge
 
 __all__ = ["Pipeline"]
 
@@ -63,6 +62,8 @@ class _Runtime:
 
 
 def _accepts(fn: Callable[..., Any], param: str) -> bool:
+    import inspect
+
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -115,7 +116,7 @@ class Pipeline:
 
     def __init__(self, system: ToolSystem) -> None:
         self.system = system
-        self.bridge = LoopBridge()
+        self._bridge: LoopBridge | None = None
         self.watchdog = Watchdog()
         self.closers: list[Callable[[], Any]] = []
         self._pre: tuple[_Impl, ...] = ()
@@ -148,6 +149,16 @@ class Pipeline:
         self._hooks_want_context = any(
             "context" in i.argnames for i in (*self._pre, *self._post, *self._transform)
         )
+
+    @property
+    def bridge(self) -> LoopBridge:
+        """The system's persistent event loop for async handlers, started on first use."""
+        bridge = self._bridge
+        if bridge is None:
+            from ._bridge import LoopBridge
+
+            bridge = self._bridge = LoopBridge()
+        return bridge
 
     @property
     def guard(self) -> Any:
@@ -513,6 +524,8 @@ class Pipeline:
     ) -> CallOutcome:
         """Run one call without blocking the caller's loop: async handlers on the system's loop, sync ones
         on a worker thread. Never raises (except cancellation of the awaiting task)."""
+        import asyncio
+
         started = time.perf_counter()
         try:
             early, entry, rt, args, ctx, _ = self._prepare(name, raw, enabled, disabled, session_id, call_id)
@@ -560,6 +573,8 @@ class Pipeline:
 
     def _executor(self) -> cf.ThreadPoolExecutor:
         if self._threads is None:
+            import concurrent.futures as cf
+
             self._threads = cf.ThreadPoolExecutor(max_workers=16, thread_name_prefix="hermes-call")
         return self._threads
 
@@ -608,7 +623,8 @@ class Pipeline:
                 closer()
             except Exception:
                 log.exception("error while closing")
-        self.bridge.close()
+        if self._bridge is not None:
+            self._bridge.close()
         self.watchdog.stop()
         if self._threads is not None:
             self._threads.shutdown(wait=False, cancel_futures=True)
@@ -641,6 +657,8 @@ def _render(value: Any) -> str:
 
 
 async def _timed(coro: Any, timeout: float | None) -> Any:
+    import asyncio
+
     if timeout is None:
         return await coro
     async with asyncio.timeout(timeout):

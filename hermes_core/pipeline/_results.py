@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import time
 from pathlib import Path
 
@@ -41,6 +40,8 @@ def _save_full(text: str, directory: Path, call_id: str, tool: str) -> Path | No
     try:
         directory.mkdir(parents=True, exist_ok=True)
         safe_tool = re.sub(r"[^A-Za-z0-9_.-]", "_", tool)[:40]
+        import tempfile
+
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".partial-")
         with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as fh:
             fh.write(text)

@@ -7,12 +7,14 @@ decorated with ``@hookimpl``; anything else is never executed. Verdicts are cach
 
 from __future__ import annotations
 
-import ast
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ast
 
 __all__ = ["ScanVerdict", "scan_directory", "scan_source"]
 
@@ -30,6 +32,8 @@ class ScanVerdict:
 
 
 def _is_hookimpl(decorator: ast.expr) -> bool:
+    import ast
+
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
     if isinstance(target, ast.Name):
         return target.id == "hookimpl"
@@ -39,6 +43,8 @@ def _is_hookimpl(decorator: ast.expr) -> bool:
 
 
 def _is_register_call(node: ast.stmt) -> bool:
+    import ast
+
     value = node.value if isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
     if not isinstance(value, ast.Call):
         return False
@@ -53,6 +59,8 @@ def _is_register_call(node: ast.stmt) -> bool:
 
 def scan_source(source: bytes | str, filename: str = "<drop-in>") -> tuple[bool, str]:
     """Return (eligible, reason). Raises SyntaxError/ValueError for files that do not parse."""
+    import ast
+
     tree = ast.parse(source, filename=filename)
     for node in tree.body:
         if _is_register_call(node):
@@ -120,6 +128,8 @@ def scan_directory(directory: Path, cache_file: Path | None) -> list[ScanVerdict
     if cache_file is not None and (changed or len(fresh) != len(cache)):
         try:
             cache_file.parent.mkdir(parents=True, exist_ok=True)
+            import tempfile
+
             fd, tmp = tempfile.mkstemp(dir=cache_file.parent, prefix=".scan-")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump({"v": _CACHE_VERSION, "files": fresh}, fh)

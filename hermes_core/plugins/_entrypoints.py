@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,6 +86,8 @@ def discover(cache_file: Path | None, group: str = GROUP) -> list[EntryPointInfo
         }
         try:
             cache_file.parent.mkdir(parents=True, exist_ok=True)
+            import tempfile
+
             fd, tmp = tempfile.mkstemp(dir=cache_file.parent, prefix=".eps-")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(payload, fh)

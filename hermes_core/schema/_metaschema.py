@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -92,6 +91,8 @@ class SchemaChecker:
             self.cache_path.parent.mkdir(parents=True, exist_ok=True)
             with _lock:
                 data = json.dumps(sorted(_known_valid))
+            import tempfile
+
             fd, tmp = tempfile.mkstemp(dir=self.cache_path.parent, prefix=".verdicts-")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(data)
