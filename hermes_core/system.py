@@ -83,6 +83,7 @@ class ToolSystem:
         self.config = config if config is not None else Config()
         self.cache_dir = paths.cache_dir()
         self.data_dir = paths.data_dir()
+        self.results_dir = self.data_dir / "results"  # full outputs of results cut to their size limit
         checker = SchemaChecker(self.cache_dir / "schema-verdicts.json") if check_schemas else None
         self._schema_checker = checker
         self.registry = ToolRegistry(schema_checker=checker)

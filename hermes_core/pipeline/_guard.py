@@ -7,6 +7,7 @@ nobody to ask (the headless default) anything that needs approval is denied.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ class SecurityGuard:
         allowlist = system.config.path if system.config.path is not None else None
         self.store = security.ApprovalStore(allowlist)
         self.gate = security.ApprovalGate(approver, self.store, self.policy)
+        self.results_dir = Path(os.path.realpath(system.results_dir))
 
     def _ask(
         self, kind: str, subject: str, reason: str, context: CallContext, hardline: bool = False
@@ -67,6 +69,8 @@ class SecurityGuard:
             return Path(verdict.resolved)
         if verdict.decision == "refuse":
             raise ApprovalDenied(f"{op} of {verdict.resolved} is not allowed: {verdict.reason}")
+        if op == "read" and Path(verdict.resolved).is_relative_to(self.results_dir):
+            return Path(verdict.resolved)  # full outputs the pipeline saved for the model to page through
         if not self.policy.requires_path_approval(op, verdict):
             return Path(verdict.resolved)
         if not self._ask("path", f"{op} {verdict.resolved}", verdict.reason, context):

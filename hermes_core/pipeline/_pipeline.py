@@ -379,7 +379,7 @@ class Pipeline:
         text = neutralise_markup(redact(outcome.result))
         limit = rt.limit if rt is not None else self.system.config.max_result_chars
         if len(text) > limit:
-            text, saved = limit_result(text, limit, self.system.data_dir / "results", outcome.call_id, name)
+            text, saved = limit_result(text, limit, self.system.results_dir, outcome.call_id, name)
             outcome.truncated = True
             outcome.full_output_path = str(saved) if saved is not None else None
         outcome.result = text
@@ -424,9 +424,10 @@ class Pipeline:
         _Runtime | None,
         dict[str, Any],
         CallContext | None,
-        list[RequireApproval],
+        str,
     ]:
-        """Stages before dispatch. Returns an early outcome, or what dispatch needs."""
+        """Stages before dispatch: an early outcome (refused, invalid, blocked, denied) or what dispatch needs,
+        and the call id."""
         system = self.system
         call_id = call_id or _new_call_id()
         available = system._selection(enabled, disabled, None).available
@@ -437,7 +438,7 @@ class Pipeline:
         if entry is None or name not in available:
             out = self._fail(str(name)[:200], "error", "unknown_tool", self._refuse_name(name, available))
             out.call_id = call_id
-            return out, entry, None, {}, ctx, []
+            return out, entry, None, {}, ctx, call_id
         rt = entry._runtime
         try:
             if rt is None or rt.config_stamp != self.config_stamp:
@@ -446,7 +447,7 @@ class Pipeline:
         except ToolArgumentError as err:
             out = self._fail(name, "error", "invalid_arguments", str(err))
             out.call_id = call_id
-            return out, entry, None, {}, ctx, []
+            return out, entry, None, {}, ctx, call_id
         if ctx is None and rt.wants_context:
             ctx = self._context(call_id, session_id, name, available)
         asks: list[RequireApproval] = []
@@ -454,15 +455,15 @@ class Pipeline:
             args, early, asks = self._pre_hooks(name, args, entry, ctx, rt)
             if early is not None:
                 early.call_id = call_id
-                return early, entry, rt, args, ctx, asks
+                return early, entry, rt, args, ctx, call_id
         if asks:
             if ctx is None:
                 ctx = self._context(call_id, session_id, name, available)
             denied = self._approve(name, args, ctx, asks)
             if denied is not None:
                 denied.call_id = call_id
-                return denied, entry, rt, args, ctx, asks
-        return None, entry, rt, args, ctx, asks
+                return denied, entry, rt, args, ctx, call_id
+        return None, entry, rt, args, ctx, call_id
 
     def run(
         self,
@@ -476,11 +477,13 @@ class Pipeline:
         """Run one call synchronously. Never raises."""
         started = time.perf_counter()
         try:
-            early, entry, rt, args, ctx, _ = self._prepare(name, raw, enabled, disabled, session_id, call_id)
+            early, entry, rt, args, ctx, call_id = self._prepare(
+                name, raw, enabled, disabled, session_id, call_id
+            )
             if early is not None:
                 return self._finish(early, entry, args, ctx, rt, started)
             assert entry is not None and rt is not None
-            out = CallOutcome(name, "ok", "", ctx.call_id if ctx is not None else (call_id or ""))
+            out = CallOutcome(name, "ok", "", call_id)
             call_args = {**args, "context": ctx} if rt.wants_context else args
             try:
                 if entry.is_async:
@@ -528,11 +531,13 @@ class Pipeline:
 
         started = time.perf_counter()
         try:
-            early, entry, rt, args, ctx, _ = self._prepare(name, raw, enabled, disabled, session_id, call_id)
+            early, entry, rt, args, ctx, call_id = self._prepare(
+                name, raw, enabled, disabled, session_id, call_id
+            )
             if early is not None:
                 return self._finish(early, entry, args, ctx, rt, started)
             assert entry is not None and rt is not None
-            out = CallOutcome(name, "ok", "", ctx.call_id if ctx is not None else (call_id or ""))
+            out = CallOutcome(name, "ok", "", call_id)
             call_args = {**args, "context": ctx} if rt.wants_context else args
             try:
                 if entry.is_async:

@@ -518,3 +518,39 @@ def test_calls_while_plugins_register_and_deregister() -> None:
     assert not errors and len(results) == 1200
     assert sorted(int(r) for r in results) == sorted(list(range(300)) * 4)
     s.close()
+
+
+def test_every_outcome_has_a_call_id(system: ToolSystem) -> None:
+    first, second = system.call_outcome("add", {"a": 1, "b": 2}), system.call_outcome("add", {"a": 1, "b": 2})
+    assert first.call_id and second.call_id and first.call_id != second.call_id
+    assert system.call_outcome("nope").call_id
+    assert system.call_outcome("add", {"a": 1, "b": 2}, call_id="given").call_id == "given"
+
+
+def test_saved_full_output_is_readable_from_outside_the_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The preview tells the model a path under the data dir; read_file must be allowed to page through it."""
+    import hermes_builtin.plugin
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("HERMES_HOME")  # the platform's data dir, under the (fake) home
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    s = ToolSystem.load(
+        load_entry_points=False, plugins_dir=False, plugins=[hermes_builtin.plugin], workspace=workspace
+    )
+    s.registry.register(
+        name="big",
+        toolset="t",
+        schema={"name": "big"},
+        handler=lambda: "".join(f"row {i}\n" for i in range(50000)),
+    )
+    out = s.call_outcome("big")
+    assert out.truncated and out.full_output_path and str(home) in out.full_output_path
+    page = s.call_outcome("read_file", {"path": out.full_output_path, "offset": 25001, "limit": 2})
+    assert page.status == "ok", page.result
+    assert "row 25000" in page.result and "row 25001" in page.result
+    s.close()
