@@ -1,4 +1,5 @@
-"""Every test runs with its own HERMES_HOME, so nothing touches the real config, data or cache."""
+"""Every test runs with its own HERMES_HOME, so nothing touches the real config, data or cache, and only the
+built-in entry point loads."""
 
 from __future__ import annotations
 

@@ -142,6 +142,7 @@ def test_entry_points_are_discovered_and_cached(tmp_path: Path, monkeypatch: pyt
     """
     make_dist(site, "hermes-ping", "hermes_ping_mod", body)
     monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("HERMES_LOAD_PLUGINS", "hermes-ping,hermes-pong")
     system = ToolSystem.load(plugins_dir=False)
     entry = system.registry["ping"]
     assert (entry.plugin, entry.distribution, entry.version, entry.source) == (
@@ -193,6 +194,7 @@ def test_broken_entry_points_do_not_stop_loading(tmp_path: Path, monkeypatch: py
     make_dist(site, "hermes-dupe-one", "dupe_one_mod", "", ep_name="shared-name")
     make_dist(site, "hermes-dupe-two", "dupe_two_mod", "", ep_name="shared-name")
     monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delenv("HERMES_LOAD_PLUGINS")
     system = ToolSystem.load(plugins_dir=False)
     records = {r.name: r for r in system.plugin_records()}
     assert (
@@ -227,6 +229,7 @@ def test_blocking_and_load_lists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         """,
         )
     monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delenv("HERMES_LOAD_PLUGINS")
     assert {"alpha", "beta"} <= set(ToolSystem.load(plugins_dir=False).registry.names())
     assert "alpha" not in ToolSystem.load(plugins_dir=False, blocked=["hermes-alpha"]).registry
     monkeypatch.setenv("HERMES_BLOCK_PLUGINS", "hermes-beta")
