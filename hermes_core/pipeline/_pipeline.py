@@ -315,7 +315,14 @@ class Pipeline:
             name=name, status=status, result=_error_text(message, **extra), error_kind=kind, error_id=error_id
         )
 
-    def _handler_failed(self, name: str, err: BaseException, rt: _Runtime | None) -> CallOutcome:
+    def _handler_failed(
+        self, name: str, err: BaseException, rt: _Runtime | None, call_id: str
+    ) -> CallOutcome:
+        outcome = self._outcome_of_failure(name, err, rt)
+        outcome.call_id = call_id
+        return outcome
+
+    def _outcome_of_failure(self, name: str, err: BaseException, rt: _Runtime | None) -> CallOutcome:
         if isinstance(err, ApprovalDenied):
             return self._fail(name, "denied", "approval", f"Denied: {err.message}")
         if isinstance(err, ToolError):
@@ -483,38 +490,21 @@ class Pipeline:
             if early is not None:
                 return self._finish(early, entry, args, ctx, rt, started)
             assert entry is not None and rt is not None
-            out = CallOutcome(name, "ok", "", call_id)
             call_args = {**args, "context": ctx} if rt.wants_context else args
             try:
                 if entry.is_async:
                     value = self.bridge.run(entry.handler(**call_args), rt.timeout)
-                elif rt.timeout is None:
-                    value = entry.handler(**call_args)
                 else:
-                    watchdog = self.watchdog
-                    token = watchdog.arm(rt.timeout)
-                    try:
-                        value = entry.handler(**call_args)
-                    finally:
-                        if watchdog.disarm(token):
-                            raise HandlerTimeout
+                    value = self._run_sync(entry, call_args, rt)
             except (Exception, HandlerTimeout) as err:
-                failed = self._handler_failed(name, err, rt)
-                failed.call_id = out.call_id
-                return self._finish(failed, entry, args, ctx, rt, started)
-            return self._finish(out, entry, args, ctx, rt, started, value)
-        except BaseException as err:  # the last line of defence: call() must never raise
-            if isinstance(err, (KeyboardInterrupt, SystemExit)) and not isinstance(err, HandlerTimeout):
-                raise
-            error_id = _new_id()
-            log.exception("internal error in the call pipeline for %r (error id %s)", name, error_id)
-            return self._fail(
-                str(name)[:200],
-                "error",
-                "exception",
-                f"Internal error while running the tool (error id {error_id}).",
-                error_id=error_id,
-            )
+                return self._finish(
+                    self._handler_failed(name, err, rt, call_id), entry, args, ctx, rt, started
+                )
+            return self._finish(CallOutcome(name, "ok", "", call_id), entry, args, ctx, rt, started, value)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException:  # the last line of defence (a late HandlerTimeout included): never raise
+            return self._internal_error(name)
 
     async def arun(
         self,
@@ -537,43 +527,41 @@ class Pipeline:
             if early is not None:
                 return self._finish(early, entry, args, ctx, rt, started)
             assert entry is not None and rt is not None
-            out = CallOutcome(name, "ok", "", call_id)
             call_args = {**args, "context": ctx} if rt.wants_context else args
             try:
-                if entry.is_async:
-                    if self.bridge.in_loop_thread():
-                        value = await _timed(entry.handler(**call_args), rt.timeout)
-                    else:
-                        value = await self.bridge.wrap(entry.handler(**call_args), rt.timeout)
-                else:
+                if not entry.is_async:
                     loop = asyncio.get_running_loop()
                     value = await loop.run_in_executor(self._executor(), self._run_sync, entry, call_args, rt)
+                elif self.bridge.in_loop_thread():
+                    value = await _timed(entry.handler(**call_args), rt.timeout)
+                else:
+                    value = await self.bridge.wrap(entry.handler(**call_args), rt.timeout)
             except (Exception, HandlerTimeout) as err:
-                failed = self._handler_failed(name, err, rt)
-                failed.call_id = out.call_id
-                return self._finish(failed, entry, args, ctx, rt, started)
-            return self._finish(out, entry, args, ctx, rt, started, value)
+                return self._finish(
+                    self._handler_failed(name, err, rt, call_id), entry, args, ctx, rt, started
+                )
+            return self._finish(CallOutcome(name, "ok", "", call_id), entry, args, ctx, rt, started, value)
         except asyncio.CancelledError:
             raise
         except Exception:
-            error_id = _new_id()
-            log.exception("internal error in the call pipeline for %r (error id %s)", name, error_id)
-            return self._fail(
-                str(name)[:200],
-                "error",
-                "exception",
-                f"Internal error while running the tool (error id {error_id}).",
-                error_id=error_id,
-            )
+            return self._internal_error(name)
+
+    def _internal_error(self, name: Any) -> CallOutcome:
+        error_id = _new_id()
+        log.exception("internal error in the call pipeline for %r (error id %s)", name, error_id)
+        message = f"Internal error while running the tool (error id {error_id})."
+        return self._fail(str(name)[:200], "error", "exception", message, error_id=error_id)
 
     def _run_sync(self, entry: ToolEntry, args: dict[str, Any], rt: _Runtime) -> Any:
+        """Call a sync handler on this thread, interrupted by the watchdog when its timeout passes."""
         if rt.timeout is None:
             return entry.handler(**args)
-        token = self.watchdog.arm(rt.timeout)
+        watchdog = self.watchdog
+        token = watchdog.arm(rt.timeout)
         try:
             return entry.handler(**args)
         finally:
-            if self.watchdog.disarm(token):
+            if watchdog.disarm(token):
                 raise HandlerTimeout
 
     def _executor(self) -> cf.ThreadPoolExecutor:
