@@ -18,6 +18,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "skills",
     "kanban",
     "cronjob",
+    "code_execution",
 )
 
 

@@ -1,0 +1,277 @@
+"""The "code_execution" toolset: ``execute_code`` runs a Python script that may call the other tools.
+
+The script runs in a child Python (``-I`` isolated mode, see ``_code_sandbox``) in the workspace, in its
+own process group, with the terminal tool's environment scrubbing, limits on memory, CPU time, file size
+and processes, a wall-clock timeout that kills the whole group, and capped stdout/stderr. It reaches the
+tools through a generated ``hermes_tools`` module over a private Unix socket (``_code_bridge``); every
+such call goes through the caller's pipeline (validation, hooks, guards, approvals), limited to the tools
+enabled for the model in this conversation, minus ``execute_code`` and ``clarify``.
+
+Security choice: a script can do what a shell can (``os.system``, ``subprocess``), and Python cannot be
+put through the command guard. So ``execute_code`` is never more powerful than ``terminal``: it runs only
+when ``terminal`` is enabled for the conversation (its description says so otherwise), under the same
+kind of sandbox. Operators who want a human to see every script set ``[approvals] code = "ask"``; the
+approval then binds to the SHA-256 of the exact script. Limits are read from ``[plugins.code_execution]``:
+``timeout``, ``max_memory_mb``, ``max_processes``, ``max_file_mb``, ``max_tool_calls``,
+``max_stdout_chars``, ``max_stderr_chars``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hermes_core import ApprovalDenied, CallContext, ToolError, ToolRegistry
+
+if TYPE_CHECKING:
+    from ._code_bridge import ToolBridge
+    from ._code_sandbox import ScriptRun
+
+__all__ = ["SCHEMA", "callable_tools", "execute_code", "register"]
+
+TOOLSET = "code_execution"
+DEFAULT_TIMEOUT = 60
+MAX_TIMEOUT = 600
+MAX_CODE_CHARS = 200_000
+NOT_FOR_SCRIPTS = frozenset({"execute_code", "clarify"})
+DEFAULTS: dict[str, int] = {
+    "timeout": DEFAULT_TIMEOUT,
+    "max_memory_mb": 1024,
+    "max_processes": 64,
+    "max_file_mb": 1024,
+    "max_tool_calls": 50,
+    "max_stdout_chars": 50_000,
+    "max_stderr_chars": 10_000,
+}
+
+_DESCRIPTION = (
+    "Run a Python 3 script in a sandboxed child process (cwd: the workspace) and get back its stdout, "
+    "stderr, exit code and a log of the tool calls it made. Print what you need to see; output is capped. "
+    "Inside the script, `from hermes_tools import read_file` (any tool below) or `call(name, **kwargs)` "
+    "runs a tool of this conversation and returns its result string. Use it to chain many tool calls or "
+    "process their results in one step. Limits: `timeout` seconds (default 60), memory, processes, "
+    "{calls} tool calls."
+)
+
+SCHEMA: dict[str, Any] = {
+    "name": "execute_code",
+    "description": _DESCRIPTION.format(calls=DEFAULTS["max_tool_calls"]),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "description": "The Python script to run."},
+            "timeout": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_TIMEOUT,
+                "description": f"Seconds before the script and its children are killed (default {DEFAULT_TIMEOUT}).",
+            },
+        },
+        "required": ["code"],
+        "additionalProperties": False,
+    },
+}
+
+
+def callable_tools(available: frozenset[str] | set[str]) -> frozenset[str]:
+    """The tools a script may call when the model may use ``available``."""
+    return frozenset(available) - NOT_FOR_SCRIPTS
+
+
+def _schema_overrides(available: frozenset[str]) -> dict[str, Any]:
+    if "terminal" not in available:
+        return {
+            "description": "Unavailable in this conversation: execute_code runs only where the terminal tool is enabled."
+        }
+    tools = sorted(callable_tools(available))
+    listing = f" Tools the script can call: {', '.join(tools)}." if tools else ""
+    return {"description": SCHEMA["description"] + listing}
+
+
+def _check() -> bool:
+    import socket
+    import sys
+
+    return os.name == "posix" and hasattr(socket, "AF_UNIX") and bool(sys.executable)
+
+
+def _settings(context: CallContext) -> dict[str, int]:
+    try:
+        raw = context.plugin_config(TOOLSET)
+    except Exception:
+        raw = {}
+    settings = dict(DEFAULTS)
+    for key, value in (raw if isinstance(raw, dict) else {}).items():
+        if key not in DEFAULTS:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ToolError(f"config [plugins.{TOOLSET}] {key} must be a positive integer, not {value!r}")
+        settings[key] = value
+    return settings
+
+
+def _approve(context: CallContext, code: str) -> None:
+    """Ask a human first when ``[approvals] code`` is "ask" (any value but "run"/false asks: fail closed)."""
+    import hashlib
+
+    approvals = context.system.config.approvals if context.system is not None else {}
+    mode = approvals.get("code", "run")
+    if mode in ("run", False):
+        return
+    digest = hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
+    lines = code.count("\n") + 1
+    preview = code if len(code) <= 4000 else code[:4000] + f"\n... ({len(code) - 4000} more characters)"
+    try:
+        context.request_approval(
+            f"python script sha256:{digest}", f"runs a Python script ({lines} lines):\n{preview}", "code"
+        )
+    except ApprovalDenied:
+        raise ApprovalDenied("running this script needs a human's approval and was not approved") from None
+
+
+def _private_dir() -> Path:
+    """A fresh 0700 directory, short enough for a Unix socket path."""
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="hermes-code-")
+    if len(path) > 90:  # sun_path holds about 107 bytes
+        os.rmdir(path)
+        path = tempfile.mkdtemp(prefix="hermes-code-", dir="/tmp")
+    return Path(path)
+
+
+def _notes(
+    run: ScriptRun, bridge: ToolBridge, settings: dict[str, int], seconds: int, busy: bool
+) -> list[str]:
+    import signal
+
+    notes = []
+    if run.timed_out:
+        notes.append(
+            f"timed out after {seconds}s: the script and its child processes were {run.kill_note or 'killed'}"
+        )
+    if run.too_many_processes:
+        notes.append(f"killed: the script's process group grew past {settings['max_processes']} processes")
+    if run.exit_code is not None and run.exit_code < 0:
+        sig = -run.exit_code
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        extra = " (CPU time limit)" if name == "SIGXCPU" else ""
+        notes.append(f"the script was killed by {name}{extra}")
+    if run.leftovers_killed:
+        notes.append("child processes left running by the script were killed")
+    if run.stdout_omitted:
+        notes.append(f"stdout capped: {run.stdout_omitted} bytes omitted from the middle")
+    if run.stderr_omitted:
+        notes.append(f"stderr capped: {run.stderr_omitted} bytes omitted from the middle")
+    if bridge.over_limit:
+        notes.append(
+            f"{bridge.over_limit} tool calls refused: the limit is {settings['max_tool_calls']} per script"
+        )
+    if bridge.bad_requests:
+        notes.append(f"{bridge.bad_requests} malformed or unauthenticated bridge requests were refused")
+    if busy:
+        notes.append("a tool call was still running when the script ended; it finishes on its own")
+    return notes
+
+
+def execute_code(code: str, timeout: int | None = None, *, context: CallContext) -> str:
+    """Run ``code`` (see ``SCHEMA``); returns JSON with exit_code, stdout, stderr, tool_calls, timed_out."""
+    import json
+    import shutil
+
+    from ._code_bridge import MODULE_NAME, ToolBridge, module_source
+    from ._code_sandbox import SCRIPT_NAME, Limits, run_script
+    from ._procs import scrub_env
+
+    system = context.system
+    if system is None:
+        raise ToolError("execute_code needs a tool system to route the script's tool calls")
+    if not code.strip():
+        raise ToolError("code is empty")
+    if len(code) > MAX_CODE_CHARS:
+        raise ToolError(f"code is longer than {MAX_CODE_CHARS} characters; write it to a file and run that")
+    enabled = context.enabled if context.enabled is not None else system.available()
+    if "terminal" not in enabled:
+        raise ToolError(
+            "execute_code can do anything a shell can, so it runs only where the terminal tool is enabled; "
+            "it is not enabled in this conversation"
+        )
+    settings = _settings(context)
+    _approve(context, code)
+    allowed = callable_tools(enabled)
+    nested = tuple(sorted(allowed))
+    seconds = min(timeout if timeout is not None else settings["timeout"], MAX_TIMEOUT)
+    prefix = context.call_id or "code"
+
+    def runner(tool: str, arguments: dict[str, Any], number: int) -> tuple[str, str]:
+        outcome = system.call_outcome(
+            tool, arguments, enabled=nested, session_id=context.session_id, call_id=f"{prefix}.{number}"
+        )
+        return outcome.status, outcome.result
+
+    directory = _private_dir()
+    try:
+        bridge = ToolBridge(directory, runner, allowed, settings["max_tool_calls"])
+        descriptions = {}
+        for name in allowed:
+            entry = system.registry.get(name)
+            descriptions[name] = entry.description if entry is not None else ""
+        module = directory / f"{MODULE_NAME}.py"
+        module.write_text(module_source(bridge.path, bridge.token, descriptions), encoding="utf-8")
+        (directory / SCRIPT_NAME).write_text(code, encoding="utf-8", errors="surrogatepass")
+        for path in directory.iterdir():
+            path.chmod(0o600)
+        limits = Limits(
+            timeout=float(seconds),
+            memory_mb=settings["max_memory_mb"],
+            max_processes=settings["max_processes"],
+            file_mb=settings["max_file_mb"],
+        )
+        bridge.start()
+        busy = False
+        try:
+            run = run_script(
+                directory,
+                cwd=Path(context.workspace),
+                env=scrub_env(os.environ),
+                limits=limits,
+                stdout_cap=settings["max_stdout_chars"],
+                stderr_cap=settings["max_stderr_chars"],
+            )
+        except OSError as exc:
+            raise ToolError(f"could not start Python: {exc.strerror or exc}") from None
+        finally:
+            busy = bridge.stop()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    result: dict[str, Any] = {
+        "exit_code": run.exit_code,
+        "timed_out": run.timed_out,
+        "duration_ms": round(run.duration * 1000),
+        "stdout": run.stdout,
+        "stderr": run.stderr,
+        "tool_calls": bridge.calls(),
+    }
+    notes = _notes(run, bridge, settings, seconds, busy)
+    if notes:
+        result["notes"] = notes
+    return json.dumps(result, ensure_ascii=False)
+
+
+def register(registry: ToolRegistry) -> None:
+    """Register ``execute_code`` (toolset "code_execution")."""
+    registry.register(
+        name="execute_code",
+        toolset=TOOLSET,
+        schema=SCHEMA,
+        handler=execute_code,
+        check_fn=_check,
+        emoji="🐍",
+        max_result_size_chars=100_000,
+        dynamic_schema_overrides=_schema_overrides,
+        timeout=MAX_TIMEOUT + 30,
+    )
