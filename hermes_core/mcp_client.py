@@ -1,6 +1,8 @@
 """MCP servers as a source of tools: each server in ``[mcp.servers.NAME]`` becomes the toolset ``mcp-NAME``.
 
-Servers connect in the background on the system's async loop, so ``ToolSystem.load()`` never waits for them.
+Servers connect in the background on an event loop of their own (one thread per system, started only when a
+server is configured), so ``ToolSystem.load()`` never waits for them, and a sync ``system.call`` made from inside
+the system's async loop cannot starve the sessions it needs.
 A stdio server is started from ``command``/``args``/``env``/``cwd`` (its stderr goes to
 ``<data dir>/logs/mcp-NAME.log``); an HTTP server is reached at ``url`` with ``headers`` over streamable HTTP.
 ``env`` and ``headers`` values may be ``{env = "VAR"}`` or ``{file = "path"}`` secrets.
@@ -471,7 +473,7 @@ class _Server:
             coro = self._call(session, remote, arguments)
             if loop is None or asyncio.get_running_loop() is loop:
                 return await coro
-            # a nested sync call runs on another loop: the session lives on the system's loop
+            # handlers run on the system's loop (or a nested one); the session lives on the MCP loop
             return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
 
         call_mcp_tool.__qualname__ = f"mcp:{self.name}:{remote}"
@@ -529,8 +531,11 @@ class _Server:
 
 class _Manager:
     def __init__(self, system: ToolSystem) -> None:
+        from .pipeline._bridge import LoopBridge
+
         self.system = system
         self.servers: dict[str, _Server] = {}
+        self.bridge = LoopBridge("hermes-mcp")
         self._cond = threading.Condition()
 
     def changed(self) -> None:
@@ -545,17 +550,18 @@ class _Manager:
             return self._cond.wait_for(self.settled, timeout)
 
     def close(self) -> None:
+        """Stop every server (their processes exit or are killed), then the MCP loop."""
         for server in self.servers.values():
             server.request_stop()
         futures = [s.future for s in self.servers.values() if s.future is not None]
-        if not futures or self.system.pipeline.bridge.in_loop_thread():
-            return
-        _, pending = cf.wait(futures, timeout=_CLOSE_WAIT)
-        for fut in pending:
-            fut.cancel()
-        if pending:
-            log.warning("MCP servers did not stop within %g s; cancelled", _CLOSE_WAIT)
-            cf.wait(pending, timeout=_CLOSE_WAIT)
+        if futures and not self.bridge.in_loop_thread():
+            _, pending = cf.wait(futures, timeout=_CLOSE_WAIT)
+            for fut in pending:
+                fut.cancel()
+            if pending:
+                log.warning("MCP servers did not stop within %g s; cancelled", _CLOSE_WAIT)
+                cf.wait(pending, timeout=_CLOSE_WAIT)
+        self.bridge.close()
 
 
 _managers: weakref.WeakKeyDictionary[ToolSystem, _Manager] = weakref.WeakKeyDictionary()
@@ -586,7 +592,7 @@ def start_servers(system: ToolSystem) -> None:
             continue
         starting.append(server)
     if starting:
-        loop = system.pipeline.bridge.loop
+        loop = manager.bridge.loop
         for server in starting:
             server.start(loop)
     system.on_close(manager.close)
@@ -610,6 +616,6 @@ def wait_ready(system: ToolSystem, timeout: float = 30.0) -> bool:
     manager = _managers.get(system)
     if manager is None:
         return True
-    if system.pipeline.bridge.in_loop_thread():
+    if manager.bridge.in_loop_thread():
         raise RuntimeError("wait_ready() would block the loop the MCP servers run on")
     return manager.wait(timeout)
