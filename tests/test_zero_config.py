@@ -284,6 +284,8 @@ def test_plugins_doctor_is_clean(hermes: Hermes) -> None:
 def test_uninstalling_a_plugin_removes_its_tools(fresh_env: FreshEnv, hermes: Hermes) -> None:
     # the same HERMES_HOME throughout: its entry-point cache, warm with the plugin, must notice the uninstall
     assert "get_weather" in _by_name(hermes.json("tools", "list", "--all"))
+    cached = [p.read_text("utf-8") for p in (hermes.home / "cache").glob("*.json")]
+    assert any("hermes_weather" in text for text in cached), "no warm entry-point cache to invalidate"
     fresh_env.pip("uninstall", "--yes", "--quiet", "hermes-weather")
     try:
         assert "get_weather" not in _by_name(hermes.json("tools", "list", "--all"))
