@@ -41,12 +41,24 @@ if TYPE_CHECKING:
 
     from .system import ToolSystem
 
-__all__ = ["DEFAULT_TIMEOUT", "render_result", "safe_tool_name", "start_servers", "status", "wait_ready"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MIN_START_TIMEOUT",
+    "render_result",
+    "safe_tool_name",
+    "start_servers",
+    "status",
+    "wait_ready",
+]
 
 log = logging.getLogger("hermes.mcp")
 
 DEFAULT_TIMEOUT = 60.0
-"""Seconds a server may take to start up, to list its tools or to answer one call (``timeout`` overrides)."""
+"""Seconds a server may take to answer one call or one re-listing of its tools (the ``timeout`` key overrides)."""
+
+MIN_START_TIMEOUT = 30.0
+"""Start-up (spawn, handshake, first listing) gets ``max(timeout, MIN_START_TIMEOUT)``: a short call timeout
+must not fail a server that is slow to start (``npx`` fetching a package, say)."""
 
 State = Literal["connecting", "ready", "failed", "disabled", "closed"]
 
@@ -293,11 +305,18 @@ class _Server:
         spec = self.spec
         assert spec is not None
         if isinstance(err, TimeoutError):
-            text = f"no answer within {spec.timeout:g} s"
+            limit = spec.timeout if self._was_ready else max(spec.timeout, MIN_START_TIMEOUT)
+            text = f"no answer within {limit:g} s"
         elif isinstance(err, OSError) and spec.transport == "stdio" and not self._was_ready:
             text = f"cannot start {spec.command!r}: {err.strerror or err}"
         elif _is_connection_closed(err):
             text = "the server closed the connection"
+        elif spec.transport == "http" and not self._was_ready:
+            text = (
+                f"cannot connect: {type(err).__name__}: {err}"
+                if str(err)
+                else f"cannot connect: {type(err).__name__}"
+            )
         else:
             text = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
         tail = self._stderr_tail()
@@ -318,7 +337,7 @@ class _Server:
     # -- one session -------------------------------------------------------------------------------------
 
     def _open_log(self) -> TextIO:
-        directory = self.manager.system.data_dir / "logs"
+        directory = self.manager.data_dir / "logs"
         directory.mkdir(parents=True, exist_ok=True)
         self._log_path = directory / f"mcp-{safe_tool_name(self.name)}.log"
         fh = open(self._log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed by the exit stack
@@ -360,7 +379,7 @@ class _Server:
             session = await stack.enter_async_context(
                 ClientSession(relay_out, write, message_handler=self._on_message)
             )
-            with anyio.fail_after(spec.timeout):
+            with anyio.fail_after(max(spec.timeout, MIN_START_TIMEOUT)):
                 init = await session.initialize()
                 info = init.server_info
                 self.server_info = (info.name, info.version or None)
@@ -419,11 +438,11 @@ class _Server:
     # -- registry ----------------------------------------------------------------------------------------
 
     def _tool_names(self) -> list[str]:
-        return [e.name for e in self.manager.system.registry.entries() if e.toolset == self.toolset]
+        return [e.name for e in self.manager.registry.entries() if e.toolset == self.toolset]
 
     def _register(self, tools: list[Tool], session: ClientSession) -> None:
         """Make the registry hold exactly these tools for this server, without a gap for callers."""
-        registry = self.manager.system.registry
+        registry = self.manager.registry
         spec = self.spec
         assert spec is not None
         kept: dict[str, str] = {}
@@ -463,7 +482,7 @@ class _Server:
             log.warning("MCP server %r: tool %r skipped: %s", self.name, remote, reason)
 
     def _unregister(self) -> None:
-        gone = self.manager.system.registry.deregister_toolset(self.toolset)
+        gone = self.manager.registry.deregister_toolset(self.toolset)
         if gone:
             log.info("MCP server %r: %d tools removed", self.name, len(gone))
 
@@ -533,7 +552,9 @@ class _Manager:
     def __init__(self, system: ToolSystem) -> None:
         from .pipeline._bridge import LoopBridge
 
-        self.system = system
+        # not the system itself: the weak map of managers must not keep its key alive
+        self.registry = system.registry
+        self.data_dir = system.data_dir
         self.servers: dict[str, _Server] = {}
         self.bridge = LoopBridge("hermes-mcp")
         self._cond = threading.Condition()

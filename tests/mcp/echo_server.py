@@ -1,6 +1,6 @@
 """A small real MCP server for the tests: ``python echo_server.py`` (stdio) or ``--http PORT [--token T]``.
 
-Tools: ``echo(text)``, ``add(a, b)``, ``fail(message)`` (a tool error), ``pid()``, ``header(name)`` (an HTTP
+Tools: ``echo(text)``, ``add(a, b)``, ``fail(message)`` (a tool error), ``sleep(seconds)``, ``pid()``, ``header(name)`` (an HTTP
 request header), ``pic.ture()`` (text and an image), ``grow()`` (adds ``triple`` and tells the client the tool
 list changed), ``crash()`` (the process exits).
 """
@@ -33,6 +33,15 @@ def add(a: int, b: int) -> int:
 def fail(message: str = "it broke") -> str:
     """Always fail with ``message`` (a deliberate tool error: the client sees the text)."""
     raise ToolError(message)
+
+
+@server.tool()
+async def sleep(seconds: float) -> str:
+    """Wait, then say so."""
+    import anyio
+
+    await anyio.sleep(seconds)
+    return f"slept {seconds}"
 
 
 @server.tool()

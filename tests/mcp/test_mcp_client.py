@@ -19,14 +19,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_core import ToolSystem, hookimpl
+from hermes_core import ToolSystem, hookimpl, mcp_client
 from hermes_core.mcp_client import render_result, safe_tool_name, status, wait_ready
 
 pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 
 SERVER = str(Path(__file__).with_name("echo_server.py"))
 DEMO = {"command": sys.executable, "args": [SERVER]}
-DEMO_TOOLS = {"echo", "add", "fail", "pid", "header", "pic_ture", "grow", "crash"}
+DEMO_TOOLS = {"echo", "add", "fail", "sleep", "pid", "header", "pic_ture", "grow", "crash"}
 
 
 def load(servers: dict[str, Any], **kwargs: Any) -> ToolSystem:
@@ -94,7 +94,8 @@ def test_load_returns_at_once_and_servers_connect_in_the_background(shared: tupl
     assert set(system.registry.toolsets()["mcp-demo"]) >= DEMO_TOOLS
 
 
-def test_a_server_that_is_still_starting_is_reported_as_connecting(tmp_path: Path) -> None:
+def test_a_server_that_never_answers_fails_after_the_start_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mcp_client, "MIN_START_TIMEOUT", 0.5)
     # reads stdin to the end and never answers the handshake
     mute = {"command": sys.executable, "args": ["-c", "import sys; sys.stdin.read()"], "timeout": 1}
     system = load({"mute": mute})
@@ -179,6 +180,21 @@ def test_a_server_side_error_becomes_a_tool_error(demo: ToolSystem) -> None:
     assert outcome.status == "error"
     assert outcome.error_kind == "mcp_tool_error"
     assert "the disk is on fire" in outcome.result
+
+
+def test_a_call_that_outlasts_the_server_timeout_is_stopped() -> None:
+    system = load({"slow": {**DEMO, "timeout": 1}})
+    try:
+        assert wait_ready(system, 20)
+        started = time.perf_counter()
+        outcome = system.call_outcome("sleep", {"seconds": 10})
+        assert time.perf_counter() - started < 3
+        assert (outcome.status, outcome.error_kind) == ("error", "timeout")
+        assert "did not answer within 1 s" in outcome.result
+        assert system.call("sleep", {"seconds": 0.01}) == "slept 0.01"  # the session is still usable
+        assert status(system)["slow"]["state"] == "ready"
+    finally:
+        system.close()
 
 
 def test_async_callers_and_nested_sync_calls_reach_the_session(demo: ToolSystem) -> None:
@@ -358,7 +374,7 @@ def test_an_unreachable_http_server_fails_with_the_reason() -> None:
         assert wait_ready(system, 10)
         report = status(system)["web"]
         assert report["state"] == "failed"
-        assert report["error"]
+        assert report["error"].startswith("cannot connect: ")
     finally:
         system.close()
 
