@@ -1,0 +1,473 @@
+"""``execute_code`` through ``ToolSystem.call``: real child Pythons, a real socket, hostile scripts."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hermes_builtin.plugin
+from hermes_core import Block, ToolSystem, hookimpl
+from hermes_core.security import ApprovalRequest
+
+
+def _load(ws: Path, config: dict[str, Any] | None = None, **kwargs: Any) -> ToolSystem:
+    return ToolSystem.load(
+        plugins_dir=False,
+        load_entry_points=False,
+        plugins=[hermes_builtin.plugin],
+        workspace=ws,
+        config=config,
+        **kwargs,
+    )
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def system(ws: Path) -> Iterator[ToolSystem]:
+    s = _load(ws)
+    yield s
+    s.close()
+
+
+def _run(system: ToolSystem, code: str, **kwargs: Any) -> dict[str, Any]:
+    timeout = kwargs.pop("timeout", None)
+    args: dict[str, Any] = {"code": code}
+    if timeout is not None:
+        args["timeout"] = timeout
+    result = system.call("execute_code", args, **kwargs)
+    data: dict[str, Any] = json.loads(result)
+    assert "error" not in data, data
+    return data
+
+
+def _live_group(pgid: int) -> list[int]:
+    """Members of process group ``pgid`` that are running (zombies waiting for a reaper do not count)."""
+    members = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            members.append(int(name))
+    return members
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except OSError:
+        return False
+
+
+# -- ordinary scripts ---------------------------------------------------------------------------------
+
+
+def test_prints_output_and_exit_code(system: ToolSystem, ws: Path) -> None:
+    data = _run(system, "import os\nprint('héllo ✓')\nprint(os.getcwd())")
+    assert data["exit_code"] == 0
+    assert data["stdout"] == f"héllo ✓\n{ws}\n"
+    assert data["stderr"] == ""
+    assert data["tool_calls"] == []
+    assert data["timed_out"] is False
+    assert isinstance(data["duration_ms"], int)
+    assert "notes" not in data
+
+
+def test_sys_exit_code_is_reported(system: ToolSystem) -> None:
+    data = _run(system, "import sys\nprint('bye')\nsys.exit(3)")
+    assert data["exit_code"] == 3
+    assert data["stdout"] == "bye\n"
+
+
+def test_exception_goes_to_stderr_with_script_lines(system: ToolSystem) -> None:
+    data = _run(system, "print('before')\n\ndef f():\n    return 1 / 0\n\nf()\n")
+    assert data["exit_code"] == 1
+    assert data["stdout"] == "before\n"
+    err = data["stderr"]
+    assert err.startswith("Traceback (most recent call last):")
+    assert 'File "<script>", line 6' in err and "return 1 / 0" in err
+    assert err.rstrip().endswith("ZeroDivisionError: division by zero")
+    assert "_hermes_boot" not in err  # the bootstrap's own frame is not shown
+
+
+def test_syntax_error(system: ToolSystem) -> None:
+    data = _run(system, "print('never')\nx = (1,\n")
+    assert data["exit_code"] == 1
+    assert data["stdout"] == ""
+    assert "SyntaxError" in data["stderr"] and '"<script>", line 2' in data["stderr"]
+
+
+def test_secret_environment_is_scrubbed(system: ToolSystem, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_SERVICE_API_KEY", "sk-very-secret")
+    monkeypatch.setenv("HARMLESS_SETTING", "visible")
+    data = _run(
+        system, "import os\nprint(os.environ.get('MY_SERVICE_API_KEY'), os.environ.get('HARMLESS_SETTING'))"
+    )
+    assert data["stdout"] == "None visible\n"
+
+
+def test_workspace_modules_are_importable_but_do_not_shadow_the_bridge(system: ToolSystem, ws: Path) -> None:
+    (ws / "helper.py").write_text("VALUE = 41\n")
+    (ws / "socket.py").write_text("raise RuntimeError('workspace socket.py shadowed the stdlib')\n")
+    data = _run(system, "import helper\nfrom hermes_tools import read_file\nprint(helper.VALUE + 1)")
+    assert data["exit_code"] == 0, data["stderr"]
+    assert data["stdout"] == "42\n"
+
+
+def test_empty_code_is_an_error(system: ToolSystem) -> None:
+    result = json.loads(system.call("execute_code", {"code": "   \n"}))
+    assert result["error"] == "code is empty"
+
+
+# -- tool calls through the bridge --------------------------------------------------------------------
+
+
+def test_script_reads_and_writes_files_through_tools(system: ToolSystem, ws: Path) -> None:
+    (ws / "in.txt").write_text("alpha\nbeta\n")
+    code = (
+        "from hermes_tools import read_file, write_file, call\n"
+        "text = read_file(path='in.txt')\n"
+        "print('beta' in text)\n"
+        "print(write_file({'path': 'out.txt'}, content='gamma\\n'))\n"
+        "print(call('read_file', path='out.txt'))\n"
+    )
+    data = _run(system, code)
+    assert data["exit_code"] == 0, data["stderr"]
+    assert (ws / "out.txt").read_text() == "gamma\n"
+    lines = data["stdout"].splitlines()
+    assert lines[0] == "True"
+    assert "gamma" in data["stdout"].split("\n", 2)[2]
+    assert [c["tool"] for c in data["tool_calls"]] == ["read_file", "write_file", "read_file"]
+    assert all(c["status"] == "ok" and c["chars"] > 0 for c in data["tool_calls"])
+
+
+def test_call_log_records_errors_and_sizes(system: ToolSystem) -> None:
+    code = (
+        "from hermes_tools import read_file\n"
+        "r = read_file(path='missing.txt')\n"
+        "bad = read_file(pathh='x')\n"
+        "print(len(r), len(bad))\n"
+    )
+    data = _run(system, code)
+    first, second = data["tool_calls"]
+    assert (first["tool"], first["status"]) == ("read_file", "error")
+    assert (second["tool"], second["status"]) == ("read_file", "error")
+    assert data["stdout"] == f"{first['chars']} {second['chars']}\n"
+
+
+def test_tool_not_enabled_is_refused_for_the_script(ws: Path) -> None:
+    with _load(ws) as system:
+        code = (
+            "from hermes_tools import call, TOOLS\n"
+            "print(sorted(TOOLS))\n"
+            "print(call('write_file', path='nope.txt', content='x'))\n"
+            "print(call('read_file', path='nope.txt'))\n"
+        )
+        data = _run(system, code, enabled=["execute_code", "terminal", "read_file"])
+    assert not (ws / "nope.txt").exists()
+    lines = data["stdout"].splitlines()
+    assert lines[0] == "['process', 'read_file', 'terminal']"  # "terminal" names its toolset: process too
+    assert "not available to scripts" in lines[1]
+    assert [(c["tool"], c["status"]) for c in data["tool_calls"]] == [
+        ("write_file", "refused"),
+        ("read_file", "error"),
+    ]
+
+
+def test_execute_code_and_clarify_cannot_be_called_from_a_script(ws: Path) -> None:
+    with _load(ws, ask_user=lambda question, choices: "yes") as system:
+        assert "clarify" in system.available()
+        code = (
+            "import hermes_tools\n"
+            "print(hasattr(hermes_tools, 'clarify'), hasattr(hermes_tools, 'execute_code'))\n"
+            "print(hermes_tools.call('execute_code', code='print(1)'))\n"
+            "print(hermes_tools.call('clarify', question='ok?'))\n"
+        )
+        data = _run(system, code)
+    assert data["stdout"].splitlines()[0] == "False False"
+    assert [c["status"] for c in data["tool_calls"]] == ["refused", "refused"]
+
+
+def test_needs_terminal_enabled(ws: Path) -> None:
+    with _load(ws) as system:
+        result = system.call("execute_code", {"code": "print(1)"}, enabled=["execute_code", "read_file"])
+        assert "runs only where the terminal tool is enabled" in json.loads(result)["error"]
+        defs = system.definitions(enabled=["execute_code", "read_file"])
+        (desc,) = [d["function"]["description"] for d in defs if d["function"]["name"] == "execute_code"]
+        assert desc.startswith("Unavailable")
+
+
+def test_description_lists_the_callable_tools(ws: Path) -> None:
+    with _load(ws) as system:
+        defs = system.definitions(enabled=["execute_code", "terminal", "read_file", "todo"])
+        (desc,) = [d["function"]["description"] for d in defs if d["function"]["name"] == "execute_code"]
+    assert desc.endswith("Tools the script can call: process, read_file, terminal, todo.")
+    assert "hermes_tools" in desc
+
+
+class _Policy:
+    """Blocks write_file and records every call the pipeline sees."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str]] = []
+
+    @hookimpl
+    def pre_tool_call(self, name: str, arguments: dict[str, Any]) -> Any:
+        if name == "write_file":
+            return Block("scripts may not write here")
+        return None
+
+    @hookimpl
+    def post_tool_call(self, name: str, context: Any, outcome: Any) -> None:
+        self.seen.append((name, outcome.status, context.call_id if context is not None else ""))
+
+
+def test_pre_tool_call_hook_applies_to_script_calls(ws: Path) -> None:
+    policy = _Policy()
+    with ToolSystem.load(
+        plugins_dir=False, load_entry_points=False, plugins=[hermes_builtin.plugin, policy], workspace=ws
+    ) as system:
+        code = (
+            "from hermes_tools import write_file, read_file\n"
+            "print(write_file(path='blocked.txt', content='x'))\n"
+            "print(read_file(path='blocked.txt'))\n"
+        )
+        outcome = system.call_outcome("execute_code", {"code": code}, call_id="outer-1")
+    data = json.loads(outcome.result)
+    assert not (ws / "blocked.txt").exists()
+    assert "Blocked by" in data["stdout"] and "scripts may not write here" in data["stdout"]
+    assert [(c["tool"], c["status"]) for c in data["tool_calls"]] == [
+        ("write_file", "blocked"),
+        ("read_file", "error"),
+    ]
+    # the hooks saw the nested calls, numbered under the outer call, and then the outer call itself
+    assert policy.seen == [
+        ("write_file", "blocked", "outer-1.1"),
+        ("read_file", "error", "outer-1.2"),
+        ("execute_code", "ok", "outer-1"),
+    ]
+
+
+def test_nested_calls_run_in_the_callers_session(system: ToolSystem) -> None:
+    code = "from hermes_tools import todo\nprint(todo(action='add', items=['from the script']))"
+    data = _run(system, code, session_id="s-42")
+    assert data["tool_calls"][0]["status"] == "ok"
+    assert "from the script" in system.call("todo", {"action": "list"}, session_id="s-42")
+    assert "from the script" not in system.call("todo", {"action": "list"}, session_id="other")
+
+
+def test_more_than_max_tool_calls_is_refused(ws: Path) -> None:
+    config = {"plugins": {"code_execution": {"max_tool_calls": 3}}}
+    with _load(ws, config) as system:
+        code = (
+            "from hermes_tools import todo\n"
+            "for i in range(5):\n"
+            "    r = todo(action='list')\n"
+            "    print(i, 'error' in r and 'tool calls' in r)\n"
+        )
+        data = _run(system, code)
+    assert data["stdout"] == "0 False\n1 False\n2 False\n3 True\n4 True\n"
+    assert len(data["tool_calls"]) == 3
+    assert data["notes"] == ["2 tool calls refused: the limit is 3 per script"]
+
+
+def test_socket_token_is_enforced(system: ToolSystem, ws: Path) -> None:
+    code = (
+        "import hermes_tools, os, time\n"
+        "open('sock.txt', 'w').write(hermes_tools._PATH)\n"
+        "deadline = time.time() + 20\n"
+        "while not os.path.exists('go.txt') and time.time() < deadline:\n"
+        "    time.sleep(0.02)\n"
+        "print(hermes_tools.todo(action='list'))\n"
+    )
+    box: dict[str, str] = {}
+    worker = threading.Thread(target=lambda: box.update(result=system.call("execute_code", {"code": code})))
+    worker.start()
+    try:
+        deadline = time.monotonic() + 15
+        while not (ws / "sock.txt").exists() or not (ws / "sock.txt").read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        path = (ws / "sock.txt").read_text()
+        assert os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700
+        replies = []
+        for request in (
+            {"token": "0" * 32, "tool": "write_file", "arguments": {"path": "evil.txt", "content": "x"}},
+            {"tool": "write_file", "arguments": {"path": "evil.txt", "content": "x"}},
+        ):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(5)
+                sock.connect(path)
+                sock.sendall(json.dumps(request).encode() + b"\n")
+                sock.shutdown(socket.SHUT_WR)
+                replies.append(json.loads(sock.makefile("rb").read()))
+    finally:
+        (ws / "go.txt").write_text("go")
+        worker.join(30)
+    assert [r["status"] for r in replies] == ["denied", "denied"]
+    assert all("invalid token" in r["result"] for r in replies)
+    assert not (ws / "evil.txt").exists()
+    data = json.loads(box["result"])
+    assert data["exit_code"] == 0
+    assert [c["tool"] for c in data["tool_calls"]] == ["todo"]  # only the script's own, authenticated call
+    assert data["notes"] == ["2 malformed or unauthenticated bridge requests were refused"]
+    assert not os.path.exists(path)  # the private directory is removed afterwards
+
+
+# -- approvals ----------------------------------------------------------------------------------------
+
+
+class _Approver:
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.requests: list[ApprovalRequest] = []
+
+    def approve(self, request: ApprovalRequest) -> str:
+        self.requests.append(request)
+        return self.answer
+
+
+@pytest.mark.parametrize("answer", ["deny", "once"])
+def test_code_approval_when_configured(ws: Path, answer: str) -> None:
+    approver = _Approver(answer)
+    code = "open('ran.txt', 'w').write('yes')\nprint('ran')"
+    with _load(ws, {"approvals": {"code": "ask"}}, approver=approver) as system:
+        outcome = system.call_outcome("execute_code", {"code": code})
+    (request,) = approver.requests
+    assert request.kind == "code"
+    assert request.subject == "python script sha256:" + hashlib.sha256(code.encode()).hexdigest()
+    assert code in request.reason
+    if answer == "deny":
+        assert outcome.status == "denied"
+        assert "was not approved" in outcome.result
+        assert not (ws / "ran.txt").exists()
+    else:
+        assert outcome.status == "ok"
+        assert json.loads(outcome.result)["stdout"] == "ran\n"
+
+
+def test_no_approval_asked_by_default(ws: Path) -> None:
+    approver = _Approver("deny")
+    with _load(ws, approver=approver) as system:
+        data = _run(system, "print('free')")
+    assert data["stdout"] == "free\n"
+    assert approver.requests == []
+
+
+# -- hostile scripts ----------------------------------------------------------------------------------
+
+
+def test_hanging_script_is_killed_with_its_children(system: ToolSystem) -> None:
+    code = (
+        "import os, subprocess, time\n"
+        "child = subprocess.Popen(['sleep', '60'])\n"
+        "print(os.getpid(), child.pid)\n"  # buffered: the SIGTERM handler flushes it
+        "time.sleep(60)\n"
+    )
+    started = time.monotonic()
+    data = _run(system, code, timeout=1)
+    assert time.monotonic() - started < 8
+    assert data["timed_out"] is True and data["exit_code"] is None
+    pgid, child = (int(x) for x in data["stdout"].split())
+    assert "timed out after 1s" in data["notes"][0]
+    assert _live_group(pgid) == []
+    assert not _running(child)
+
+
+def test_children_left_behind_are_killed(system: ToolSystem) -> None:
+    code = "import os, subprocess\nchild = subprocess.Popen(['sleep', '60'])\nprint(os.getpid(), child.pid)\n"
+    data = _run(system, code)
+    assert data["exit_code"] == 0 and data["timed_out"] is False
+    pgid, child = (int(x) for x in data["stdout"].split())
+    assert "child processes left running by the script were killed" in data["notes"]
+    assert _live_group(pgid) == [] and not _running(child)
+
+
+def test_fork_bomb_is_contained(ws: Path) -> None:
+    config = {"plugins": {"code_execution": {"max_processes": 16}}}
+    code = (
+        "import os, time\n"
+        "leader = os.getpid()\n"
+        "if os.fork() == 0:\n"  # a child reports the group so the test can look for survivors
+        "    print(leader, flush=True)\n"
+        "    time.sleep(60)\n"
+        "for _ in range(8):\n"
+        "    try:\n"
+        "        os.fork()\n"
+        "    except OSError:\n"
+        "        break\n"
+        "time.sleep(60)\n"
+    )
+    with _load(ws, config) as system:
+        started = time.monotonic()
+        data = _run(system, code, timeout=30)
+        elapsed = time.monotonic() - started
+    assert elapsed < 10
+    assert data["notes"][0] == "killed: the script's process group grew past 16 processes"
+    assert data["timed_out"] is False and data["exit_code"] is None
+    pgid = int(data["stdout"].split()[0])
+    assert _live_group(pgid) == []
+
+
+def test_unbounded_allocation_hits_the_memory_limit(ws: Path) -> None:
+    config = {"plugins": {"code_execution": {"max_memory_mb": 200}}}
+    code = "chunks = []\nwhile True:\n    chunks.append(bytearray(8 * 1024 * 1024))\n"
+    with _load(ws, config) as system:
+        data = _run(system, code, timeout=30)
+    assert data["timed_out"] is False
+    assert data["exit_code"] == 1
+    assert data["stderr"].rstrip().endswith("MemoryError")
+
+
+def test_output_flood_is_capped(ws: Path) -> None:
+    config = {"plugins": {"code_execution": {"max_stdout_chars": 2000, "max_stderr_chars": 1000}}}
+    code = (
+        "import sys\n"
+        "print('FIRST')\n"
+        "for _ in range(20):\n"
+        "    sys.stdout.write('x' * 1_000_000)\n"
+        "    sys.stderr.write('e' * 100_000)\n"
+        "print('LAST')\n"
+    )
+    with _load(ws, config) as system:
+        data = _run(system, code, timeout=30)
+    assert data["exit_code"] == 0
+    assert data["stdout"].startswith("FIRST\n") and data["stdout"].endswith("LAST\n")
+    assert len(data["stdout"]) < 2200 and "bytes of output omitted" in data["stdout"]
+    assert len(data["stderr"]) < 1200
+    notes = " ".join(data["notes"])
+    assert "stdout capped" in notes and "stderr capped" in notes
+
+
+def test_endless_flood_with_timeout_keeps_head_and_tail(ws: Path) -> None:
+    config = {"plugins": {"code_execution": {"max_stdout_chars": 4000}}}
+    code = "import itertools\nprint('START')\nfor i in itertools.count():\n    print(i)\n"
+    with _load(ws, config) as system:
+        data = _run(system, code, timeout=1)
+    assert data["timed_out"] is True
+    out = data["stdout"]
+    assert out.startswith("START\n0\n1\n") and len(out) < 4200
+    tail = out.rsplit("omitted ...]\n", 1)[1].splitlines()
+    numbers = [int(x) for x in tail[1:-1]]  # first and last may be cut mid-line
+    assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))
+    assert numbers[0] > 10_000
