@@ -8,6 +8,7 @@ time on a thread, each through ``runner`` (the caller's tool pipeline), up to ``
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import keyword
@@ -134,6 +135,9 @@ class ToolBridge:
         """Stop serving; True when a tool call was still running after ``wait`` seconds (it finishes alone)."""
         self._stop.set()
         if self._thread is not None:
+            with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as poke:
+                poke.settimeout(0.5)
+                poke.connect(self.path)  # wakes the accept() at once
             self._thread.join(wait)
         if self._sock is not None:
             self._sock.close()
@@ -152,6 +156,9 @@ class ToolBridge:
             except TimeoutError:
                 continue
             except OSError:
+                return
+            if self._stop.is_set():
+                conn.close()
                 return
             with conn:
                 try:

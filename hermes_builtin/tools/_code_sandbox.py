@@ -198,6 +198,32 @@ def group_size(pgid: int) -> int:
     return count
 
 
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when ``pid`` exits (Linux 5.3+), so waiting wakes at once."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        fd: int = opener(pid)
+    except OSError:
+        return None
+    return fd
+
+
+def _wait_exit(proc: subprocess.Popen[bytes], pidfd: int | None, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for the child to exit (and reap it); True when it has."""
+    if pidfd is None:
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    import select
+
+    select.select([pidfd], [], [], timeout)
+    return proc.poll() is not None
+
+
 def run_script(
     directory: Path,
     *,
@@ -232,6 +258,7 @@ def run_script(
         reader.start()
     timed_out = too_many = False
     kill_note = ""
+    pidfd = _pidfd(proc.pid)
     deadline = start + limits.timeout
     try:
         while True:
@@ -240,11 +267,8 @@ def run_script(
                 timed_out = True
                 kill_note = kill_group(proc.pid, proc, grace=1.0)
                 break
-            try:
-                proc.wait(min(_POLL, remaining))
+            if _wait_exit(proc, pidfd, min(_POLL, remaining)):
                 break
-            except subprocess.TimeoutExpired:
-                pass
             if limits.max_processes and group_size(proc.pid) > limits.max_processes:
                 too_many = True
                 kill_note = kill_group(proc.pid, proc, grace=0.2)
@@ -264,6 +288,8 @@ def run_script(
         for stream in (proc.stdout, proc.stderr):
             with contextlib.suppress(OSError):
                 stream.close()
+        if pidfd is not None:
+            os.close(pidfd)
     killed = timed_out or too_many
     return ScriptRun(
         exit_code=None if killed else proc.returncode,

@@ -471,3 +471,15 @@ def test_endless_flood_with_timeout_keeps_head_and_tail(ws: Path) -> None:
     numbers = [int(x) for x in tail[1:-1]]  # first and last may be cut mid-line
     assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))
     assert numbers[0] > 10_000
+
+
+def test_pipeline_timeout_also_ends_the_script(ws: Path) -> None:
+    config = {"limits": {"tools": {"execute_code": {"timeout": 1}}}}
+    code = "import os, time\nopen('pid.txt', 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+    with _load(ws, config) as system:
+        started = time.monotonic()
+        outcome = system.call_outcome("execute_code", {"code": code, "timeout": 60})
+    assert time.monotonic() - started < 8
+    assert (outcome.status, outcome.error_kind) == ("error", "timeout")
+    pgid = int((ws / "pid.txt").read_text())
+    assert _live_group(pgid) == []
