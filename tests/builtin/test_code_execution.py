@@ -483,3 +483,42 @@ def test_pipeline_timeout_also_ends_the_script(ws: Path) -> None:
     assert (outcome.status, outcome.error_kind) == ("error", "timeout")
     pgid = int((ws / "pid.txt").read_text())
     assert _live_group(pgid) == []
+
+
+def test_file_size_limit(ws: Path) -> None:
+    config = {"plugins": {"code_execution": {"max_file_mb": 1}}}
+    code = (
+        "try:\n"
+        "    with open('big.bin', 'wb') as fh:\n"
+        "        fh.write(b'x' * (3 * 1024 * 1024))\n"
+        "except OSError as exc:\n"
+        "    print('refused', exc.errno)\n"
+    )
+    with _load(ws, config) as system:
+        data = _run(system, code)
+    assert data["stdout"] == "refused 27\n"  # EFBIG
+    assert (ws / "big.bin").stat().st_size <= 1024 * 1024
+
+
+class _OddNames:
+    """A plugin whose tool names are not Python identifiers."""
+
+    @hookimpl
+    def register_tools(self, registry: Any) -> None:
+        schema = {"name": "weather-now", "description": "Say the weather.", "parameters": {"type": "object"}}
+        registry.register(name="weather-now", toolset="odd", schema=schema, handler=lambda: "sunny")
+
+
+def test_tools_with_odd_names_are_reached_through_call(ws: Path) -> None:
+    with ToolSystem.load(
+        plugins_dir=False, load_entry_points=False, plugins=[hermes_builtin.plugin, _OddNames()], workspace=ws
+    ) as system:
+        code = (
+            "import hermes_tools\n"
+            "print('weather-now' in hermes_tools.TOOLS, hermes_tools.call('weather-now'))\n"
+            "print(hermes_tools.read_file.__doc__[:40])\n"
+        )
+        data = _run(system, code)
+        entry = system.registry.get("read_file")
+        assert entry is not None
+    assert data["stdout"].splitlines() == ["True sunny", " ".join(entry.description.split())[:40]]
