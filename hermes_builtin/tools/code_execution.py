@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 from hermes_core import ApprovalDenied, CallContext, ToolError, ToolRegistry
 
 if TYPE_CHECKING:
+    from hermes_core import ToolSystem
+
     from ._code_bridge import ToolBridge
     from ._code_sandbox import ScriptRun
 
@@ -178,13 +180,29 @@ def _notes(
     return notes
 
 
+def _write_files(directory: Path, code: str, bridge: ToolBridge, system: ToolSystem) -> None:
+    """The script and the ``hermes_tools`` module for it, readable by this user only."""
+    from ._code_bridge import MODULE_NAME, module_source
+    from ._code_sandbox import SCRIPT_NAME
+
+    descriptions = {}
+    for name in bridge.allowed:
+        entry = system.registry.get(name)
+        descriptions[name] = entry.description if entry is not None else ""
+    module = directory / f"{MODULE_NAME}.py"
+    module.write_text(module_source(bridge.path, bridge.token, descriptions), encoding="utf-8")
+    (directory / SCRIPT_NAME).write_text(code, encoding="utf-8", errors="surrogatepass")
+    for path in directory.iterdir():
+        path.chmod(0o600)
+
+
 def execute_code(code: str, timeout: int | None = None, *, context: CallContext) -> str:
     """Run ``code`` (see ``SCHEMA``); returns JSON with exit_code, stdout, stderr, tool_calls, timed_out."""
     import json
     import shutil
 
-    from ._code_bridge import MODULE_NAME, ToolBridge, module_source
-    from ._code_sandbox import SCRIPT_NAME, Limits, run_script
+    from ._code_bridge import ToolBridge
+    from ._code_sandbox import Limits, run_script
     from ._procs import scrub_env
 
     system = context.system
@@ -216,15 +234,7 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
     directory = _private_dir()
     try:
         bridge = ToolBridge(directory, runner, allowed, settings["max_tool_calls"])
-        descriptions = {}
-        for name in allowed:
-            entry = system.registry.get(name)
-            descriptions[name] = entry.description if entry is not None else ""
-        module = directory / f"{MODULE_NAME}.py"
-        module.write_text(module_source(bridge.path, bridge.token, descriptions), encoding="utf-8")
-        (directory / SCRIPT_NAME).write_text(code, encoding="utf-8", errors="surrogatepass")
-        for path in directory.iterdir():
-            path.chmod(0o600)
+        _write_files(directory, code, bridge, system)
         limits = Limits(
             timeout=float(seconds),
             memory_mb=settings["max_memory_mb"],
@@ -232,7 +242,6 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
             file_mb=settings["max_file_mb"],
         )
         bridge.start()
-        busy = False
         try:
             run = run_script(
                 directory,
