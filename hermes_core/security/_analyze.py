@@ -8,7 +8,8 @@ shell, environment piped to the network). The per-command rules live in ``_rules
 
 from __future__ import annotations
 
-import fnmatch
+import functools
+import posixpath
 import re
 from dataclasses import dataclass, field
 
@@ -27,7 +28,7 @@ from ._shell import (
     Word,
 )
 from ._shell import parse as parse_shell
-from ._targets import UNKNOWN, credential_path, write_risk
+from ._targets import UNKNOWN, credential_path, deletion_risk, normalize, write_risk
 from ._verdicts import Finding
 
 __all__ = ["Analyzer", "Stage", "command_name"]
@@ -60,7 +61,7 @@ AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
 DOWNLOADERS = frozenset(
     {"curl", "wget", "wget2", "fetch", "aria2c", "http", "https", "xh", "curlie", "lwp-request"}
 )
-NET_TOOLS = frozenset({"nc", "ncat", "netcat", "socat", "telnet", "cryptcat", "pwncat", "rlwrap-nc"})
+NET_TOOLS = frozenset({"nc", "ncat", "netcat", "socat", "telnet", "cryptcat", "pwncat", "rlwrap-nc", "ztcp"})
 SENDERS = (
     DOWNLOADERS
     | NET_TOOLS
@@ -108,16 +109,68 @@ _KNOWN_NAMES = (
     "find", "crontab", "iptables", "setenforce", "sudo", "env", "eval", "base64", "tee", "truncate", "socat",
 )  # fmt: skip
 _BIN_DIRS = ("/bin/", "/usr/bin/", "/sbin/", "/usr/sbin/", "/usr/local/bin/", "")
+_LOOP_HEAD = re.compile(r"^\s*(?:(?:then|else|do|!)\s+)*(while|until)\s")
+_LOOP_END = re.compile(r"^\s*done\b")
+_ALWAYS = {"while": ("true", ":", "[ 1 ]", "test 1", "((1))"), "until": ("false", "! :", "! true")}
+_MAX_WRITTEN = 16
+
+
+GLOB_NAMES: list[str] = list(_KNOWN_NAMES)  # the rules module appends every command it has a rule for
+_glob_blob: dict[int, str] = {}  # "<bin dir><name>" candidates, one per line, by length (-1: all of them)
+
+
+def register_glob_names(names: tuple[str, ...]) -> None:
+    """Let globbed command words (``/???/?m``, ``/sbin/shut*``) resolve to these command names too."""
+    GLOB_NAMES.extend(n for n in names if n not in GLOB_NAMES and n.isascii() and len(n) > 1)
+    _glob_blob.clear()
+    _glob_name.cache_clear()
+
+
+def _glob_regex(word: str) -> tuple[str, int]:
+    """A regex for the shell glob ``word`` that never matches across a newline, and its fixed match length.
+
+    The length is -1 when the glob holds a ``*`` (any length).
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(word):
+        ch = word[i]
+        if ch == "*":
+            out.append("[^\\n/]*")
+        elif ch == "?":
+            out.append("[^\\n/]")
+        elif ch == "[" and (end := word.find("]", i + 2)) != -1:
+            body = word[i + 1 : end]
+            neg = body[:1] in ("!", "^")
+            body = body[1:] if neg else body
+            out.append("[" + ("^\\n/" if neg else "") + body.replace("\\", "\\\\").replace("[", "\\[") + "]")
+            i = end
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out), (-1 if "*" in word else len(out))
+
+
+@functools.lru_cache(maxsize=1024)
+def _glob_name(word: str) -> str | None:
+    if not _glob_blob:
+        candidates = [d + n for n in GLOB_NAMES for d in _BIN_DIRS]
+        _glob_blob[-1] = "\n".join(candidates)
+        for size in {len(c) for c in candidates}:
+            _glob_blob[size] = "\n".join(c for c in candidates if len(c) == size)
+    rx, size = _glob_regex(word)
+    try:
+        m = re.search("^(?:" + rx + ")$", _glob_blob.get(size, ""), re.M)
+    except re.error:
+        return None
+    return m.group().rsplit("/", 1)[-1] if m else None
 
 
 def command_name(word: str) -> str:
     """The command a word names: basename, lower-case, version suffix dropped, globs resolved."""
     if any(ch in word for ch in "*?[") and UNKNOWN not in word:
-        for name in _KNOWN_NAMES:
-            for d in _BIN_DIRS:
-                if fnmatch.fnmatchcase(d + name, word):
-                    return name
-        return word
+        resolved = _glob_name(word) if len(word) <= 256 else None
+        return resolved or word
     base = word.rsplit("/", 1)[-1].lower()
     if base.endswith(".exe"):
         base = base[:-4]
@@ -167,7 +220,48 @@ class Analyzer:
         self.aliases: dict[str, list[str]] = {}
         self.functions: set[str] = set()
         self.downloaded: set[str] = set()
+        self.written: dict[str, str] = {}
+        self.cwd: str | None = None
+        self.socket_open = False
         self.depth = 0
+
+    # -- paths, seen from the directory the command has cd'ed into ------------------------------
+    def path(self, raw: str) -> str:
+        """``raw`` joined to the directory an earlier ``cd`` moved to (unchanged when there was none)."""
+        if self.cwd is None or not raw or raw == "-" or raw.startswith(("/", "~", UNKNOWN)):
+            return raw
+        if self.cwd.startswith(UNKNOWN):
+            return UNKNOWN + "/" + raw
+        return posixpath.join(self.cwd, raw)
+
+    def normalize(self, raw: str) -> str:
+        return normalize(self.path(raw), self.workspace)
+
+    def deletion_risk(self, raw: str) -> tuple[str, str] | None:
+        return deletion_risk(self.path(raw), self.workspace)
+
+    def write_risk(self, raw: str) -> tuple[str, str, str] | None:
+        return write_risk(self.path(raw), self.workspace)
+
+    def credential_path(self, raw: str) -> str | None:
+        return credential_path(self.path(raw), self.workspace)
+
+    def chdir(self, target: str | None) -> None:
+        """Follow ``cd``: later relative paths are judged from ``target`` (``UNKNOWN`` when not static)."""
+        if target is None or target == "-" or UNKNOWN in target:
+            self.cwd = UNKNOWN
+        elif target.startswith(("/", "~")) or self.cwd is None:
+            self.cwd = normalize(target) if target.startswith(("/", "~")) else posixpath.normpath(target)
+        else:
+            self.cwd = (
+                self.path(target) if self.cwd.startswith(UNKNOWN) else posixpath.normpath(self.path(target))
+            )
+
+    def written_script(self, raw: str) -> str | None:
+        """Text this command wrote earlier into the file ``raw`` (a script it may now run)."""
+        if not self.written or not raw:
+            return None
+        return self.written.get(self.normalize(raw))
 
     # -- findings --------------------------------------------------------------------------------
     def add(self, category: str, part: str, reason: str, hardline: bool = False) -> None:
@@ -210,7 +304,23 @@ class Analyzer:
     # -- the walk ----------------------------------------------------------------------------------
     def script(self, script: Script) -> Stage:
         merged = Stage()
+        loops: list[bool] = []
         for pipe in script.pipelines:
+            first = pipe.commands[0] if pipe.commands else None
+            if isinstance(first, Simple):
+                head = _LOOP_HEAD.match(first.raw)
+                if head is not None:
+                    cond = " ".join(w.raw for w in first.words).strip()
+                    loops.append(cond in _ALWAYS[head.group(1)])
+                elif _LOOP_END.match(first.raw) and loops:
+                    loops.pop()
+            if pipe.background and any(loops):
+                self.add(
+                    "fork_bomb",
+                    " ".join(_raw(c) for c in pipe.commands),
+                    "an endless loop starts background processes without limit",
+                    True,
+                )
             last = self.pipeline(pipe)
             merged.produces |= last.produces
             merged.consumes = merged.consumes or last.consumes
@@ -337,7 +447,7 @@ class Analyzer:
                 fields, _dyn, taints, _names = self.expand(redir.target)
                 ctx.stdin_taints |= taints
                 for f in fields:
-                    if credential_path(f, self.workspace):
+                    if self.credential_path(f):
                         self.add("credential_access", ctx.part, f"reads the credential file {f}")
                         ctx.stdin_taints.add("cred")
                     if f in self.downloaded:
@@ -350,11 +460,14 @@ class Analyzer:
         for redir in redirects:
             if redir.target is None or redir.op in ("<<", "<<-", "<<<", "<"):
                 continue
+            if redir.op in (">&", "<&") and self._dup_to_socket(redir, stage, part):
+                continue
             if redir.op in (">&", "<&") and (redir.target.literal() or "").rstrip("-").isdigit():
                 continue
             fields, _dyn, _taints, _names = self.expand(redir.target)
             for target in fields:
                 if target.startswith(("/dev/tcp/", "/dev/udp/")):
+                    self.socket_open = True
                     if stage.name in SHELLS or stage.name in INTERPRETERS or stage.consumes == "shell":
                         self.add("reverse_shell", part, f"connects a shell to {target}", True)
                     else:
@@ -362,15 +475,32 @@ class Analyzer:
                     continue
                 if stage.produces & {"download"}:
                     self.downloaded.add(target)
-                risk = write_risk(target, self.workspace)
+                if stage.text is not None and len(self.written) < _MAX_WRITTEN:
+                    key = self.normalize(target)
+                    self.written[key] = (self.written.get(key, "") if redir.op == ">>" else "") + stage.text
+                risk = self.write_risk(target)
                 if risk is not None:
                     level, category, what = risk
+                    if category == "history_wipe" and redir.op == ">>":
+                        continue  # appending adds to a history or log file, it does not wipe it
                     if category == "history_wipe" or (
                         stage.name in ("", "echo", "printf", "cat", "true", ":") and "history" in what
                     ):
                         self.add("history_wipe", part, f"overwrites {what}", False)
                     else:
                         self.add(category, part, f"redirects output into {what}", level == "hardline")
+
+    def _dup_to_socket(self, redir: Redirect, stage: Stage, part: str) -> bool:
+        """A shell's input or output duplicated onto a descriptor after a socket was opened: a reverse shell."""
+        if redir.target is None or not self.socket_open:
+            return False
+        if stage.name not in SHELLS and stage.name not in INTERPRETERS:
+            return False
+        lit = redir.target.literal()
+        if lit is not None and lit.rstrip("-") in ("0", "1", "2", ""):
+            return False
+        self.add("reverse_shell", part, "wires a shell to a network socket opened earlier", True)
+        return True
 
     def _pipe_rules(self, stages: list[Stage], pipe: Pipeline) -> None:
         part = " | ".join(_raw(c) for c in pipe.commands)

@@ -8,13 +8,14 @@ it passes to a process-spawning call are handed back to be judged as shell comma
 from __future__ import annotations
 
 import re
+import shlex
 
 __all__ = ["CodeFinding", "code_findings", "shell_strings", "sql_findings"]
 
 CodeFinding = tuple[str, str, bool]  # category, reason, hardline
 
 _SPAWN = re.compile(
-    r"\b(os\.system|os\.popen|subprocess|popen|Popen|spawn|execl?p?e?|execv|system|shell_exec|passthru|proc_open|"
+    r"\b(os\.system|os\.popen|subprocess|popen|Popen|spawn|exec[lv]?p?e?|system|shell_exec|passthru|proc_open|"
     r"child_process|execSync|spawnSync|run|call|check_output|check_call|getoutput|qx|IO\.popen|Process\.spawn|"
     r"Runtime\.getRuntime|do shell script)\b|`"
 )
@@ -25,7 +26,8 @@ _SOCKET = re.compile(
     r"socket|Socket|fsockopen|TCPSocket|net\.connect|net\.Socket|createConnection|/inet/tcp/|IO::Socket"
 )
 _SHELLISH = re.compile(
-    r"/bin/(ba|z|da|k)?sh\b|pty\.spawn|\bdup2\b|\bexec\b|\bsubprocess\b|child_process|\bspawn\b|cmd\.exe|popen|system\("
+    r"/bin/(ba|z|da|k)?sh\b|pty\.spawn|\bdup2\b|\bexec\b|\bsubprocess\b|child_process|\bspawn\b|cmd\.exe|popen|"
+    r"\bsystem\b|\bfdopen\b|open\s*\(\s*STD(IN|OUT)"
 )
 _FORK_LOOP = re.compile(
     r"(while\s*(True|1|\(1\)|\(true\))\s*:?.{0,80}?\bfork\s*\()|(\bfork\s+while\s+fork)|(\bfork\s*\(\s*\)\s*while)|"
@@ -35,7 +37,7 @@ _FORK_LOOP = re.compile(
 _DECODE_EXEC = re.compile(
     r"\b(exec|eval|compile|Function|system)\s*\(\s*[^)]{0,80}?(b64decode|base64|a2b_|fromhex|unhexlify|decompress|"
     r"codecs\.decode|rot.?13|atob|pack\s*\(|Buffer\.from|unpack|decode\s*\(|chr\s*\(|\[::-1\]|reversed|marshal\.loads|urlopen|"
-    r"requests\.get|urllib|http\.get|fetch\(|read\(\))",
+    r"requests\.get|urllib|http\.get|fetch\(|read\(\)|file_get_contents|https?://|URI\.open|Net::HTTP|LWP|get_content)",
     re.S,
 )
 _RMTREE = re.compile(
@@ -91,7 +93,28 @@ def shell_strings(code: str) -> list[str]:
             found.append(text)
     for m in re.finditer(r"`([^`]{2,})`|qx[({/]([^)}/]{2,})[)}/]", code):
         found.append(m.group(1) or m.group(2))
+    found.extend(_argv_calls(code))
     return found[:32]
+
+
+_CALL_OPEN = re.compile(_SPAWN.pattern.replace("|`", "") + r"\s*\(")
+_ARG_STRING = re.compile(r"'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"")
+
+
+def _argv_calls(code: str) -> list[str]:
+    """Commands given as separate arguments or an argv list: ``run(['rm', '-rf', '/'])``, ``system('rm', '/')``."""
+    out: list[str] = []
+    for m in _CALL_OPEN.finditer(code):
+        depth, end = 1, m.end()
+        while end < len(code) and end - m.end() < 400 and depth:
+            depth += {"(": 1, ")": -1}.get(code[end], 0)
+            end += 1
+        args = [q.group(q.lastindex or 1) for q in _ARG_STRING.finditer(code[m.end() : end])]
+        if len(args) >= 2:
+            out.append(" ".join(shlex.quote(a) for a in args))
+        if len(out) >= 8:
+            break
+    return out
 
 
 _SQL = re.compile(
@@ -102,7 +125,20 @@ _SQL = re.compile(
 )
 
 
+_SQL_STRING = re.compile(r"'(?:[^']|'')*'")
+_DROP_NAMES = re.compile(r"drop\s+(table|view)\s+(?:if\s+exists\s+)?((?:[\w.\"`]+\s*,\s*)*[\w.\"`]+)", re.I)
+_TEMP_NAME = re.compile(r"(?:\w+\.)?(?:(?:tmp|temp|scratch)_\w*|\w+_(?:tmp|temp))", re.I)
+
+
 def sql_findings(text: str) -> str | None:
-    """The destructive statement in ``text`` (SQL, Redis, Mongo shell), or None."""
-    m = _SQL.search(text)
-    return m.group(0) if m else None
+    """The destructive statement in ``text`` (SQL, Redis, Mongo shell), or None.
+
+    Single-quoted SQL string literals are data, not statements, so they are blanked first.
+    """
+    clean = _SQL_STRING.sub("''", text)
+    for m in _SQL.finditer(clean):
+        temp = _DROP_NAMES.match(clean, m.start())
+        if temp and all(_TEMP_NAME.fullmatch(n.strip().strip('"`')) for n in temp.group(2).split(",")):
+            continue  # dropping tables named as temporary (tmp_import, staging_tmp) loses no real data
+        return m.group(0)
+    return None

@@ -18,10 +18,11 @@ from ._analyze import (
     Ctx,
     Stage,
     command_name,
+    register_glob_names,
 )
 from ._code import sql_findings
 from ._shell import decode_ansi_c
-from ._targets import UNKNOWN, credential_path, deletion_risk, is_inside, normalize, write_risk
+from ._targets import UNKNOWN, is_inside, normalize, secret_file
 
 __all__ = ["check_assignments", "run_argv"]
 
@@ -33,6 +34,7 @@ def rule(*names: str) -> Callable[[Rule], Rule]:
     def deco(fn: Rule) -> Rule:
         for n in names:
             _RULES[n] = fn
+        register_glob_names(names)
         return fn
 
     return deco
@@ -83,6 +85,7 @@ _WRAP_OPTS: dict[str, str] = {
     "else": "",
     "gtimeout": "sk",
     "gnice": "n",
+    "screen": "ScehpTtsX",
 }
 
 
@@ -131,6 +134,22 @@ def _strip_options(argv: list[str], takes_value: str, long_values: tuple[str, ..
             continue
         return argv[i:]
     return []
+
+
+def _opt_value(argv: list[str], letter: str, longs: tuple[str, ...] = ()) -> str | None:
+    """The value of option ``-<letter>`` (also inside combined flags such as ``-qc``) or of a long option."""
+    for k, a in enumerate(argv[1:], start=1):
+        if a == "--":
+            break
+        nxt = argv[k + 1] if k + 1 < len(argv) else ""
+        if a.startswith("--"):
+            name, eq, val = a[2:].partition("=")
+            if name in longs:
+                return val if eq else nxt
+        elif a.startswith("-") and len(a) > 1 and letter in a[1:]:
+            tail = a[1:].split(letter, 1)[1]
+            return tail or nxt
+    return None
 
 
 def _unwrap(az: Analyzer, argv: list[str], ctx: Ctx) -> list[str] | None:
@@ -194,8 +213,9 @@ def _unwrap(az: Analyzer, argv: list[str], ctx: Ctx) -> list[str] | None:
             continue
         if name in ("chroot", "flock", "sg") and len(argv) > 1:
             rest = _strip_options(argv, _WRAP_OPTS.get(name, ""))
-            if name == "flock" and "-c" in argv:
-                az.payload(argv[argv.index("-c") + 1] if argv.index("-c") + 1 < len(argv) else "", ctx.part)
+            command = _opt_value(argv, "c", ("command",)) if name == "flock" else None
+            if command is not None:
+                az.payload(command, ctx.part)
                 return None
             if name == "sg" and len(rest) >= 2:
                 az.payload(" ".join(rest[1:]), ctx.part)
@@ -210,9 +230,9 @@ def _unwrap(az: Analyzer, argv: list[str], ctx: Ctx) -> list[str] | None:
             return argv
         if name in ("watch", "script"):
             rest = _strip_options(argv, "nd" if name == "watch" else "cqEoTIOB")
-            if name == "script" and "-c" in argv:
-                idx = argv.index("-c")
-                az.payload(argv[idx + 1] if idx + 1 < len(argv) else "", ctx.part)
+            command = _opt_value(argv, "c", ("command",)) if name == "script" else None
+            if command is not None:
+                az.payload(command, ctx.part)
                 return None
             if name == "watch" and rest:
                 az.payload(" ".join(rest), ctx.part)
@@ -240,9 +260,16 @@ def run_argv(az: Analyzer, argv: list[str], ctx: Ctx) -> Stage:
     if not core:
         return Stage()
     name = command_name(core[0])
+    if name != core[0] and any(ch in core[0] for ch in "*?[") and name in _RULES:
+        core = [name, *core[1:]]  # a globbed name (/usr/sbin/shut??wn): rules see the command it resolves to
     stage = Stage(name=name, argv=core)
+    if len(core) == 2 and core[1] in ("--help", "--version"):
+        return stage  # prints its usage or version and exits
     if UNKNOWN in core[0] and name not in _RULES:
         return stage
+    written = az.written_script(core[0])
+    if written is not None:
+        az.payload(written, ctx.part)
     if name in az.functions:
         return stage
     if core[0] in az.downloaded or (
@@ -255,8 +282,32 @@ def run_argv(az: Analyzer, argv: list[str], ctx: Ctx) -> Stage:
     elif name.startswith("mkfs") or name.startswith("mke2fs") or name.startswith("newfs"):
         _disk_format(az, core, ctx, stage)
     _credential_reads(az, name, core, ctx, stage)
+    _secret_printers(name, core, stage)
     _sender_args(az, name, core, ctx, stage)
+    if ctx.upstream is not None and "pids" in ctx.upstream.produces and _passes_pids(name, core):
+        stage.produces.add("pids")
     return stage
+
+
+def _passes_pids(name: str, argv: list[str]) -> bool:
+    """Whether a filter stage hands on every process id it reads (it selects none of them)."""
+    prog = " ".join(argv[1:])
+    if name in AWKS:
+        return not re.search(r"/[^/]+/|~|==|!=|\bif\b|index\(|match\(", prog)
+    if name == "sed":
+        return "-n" not in argv and not re.search(r"/[^/]*/\s*[dp]", prog)
+    return name in ("cut", "tr", "tail", "head", "sort", "uniq", "column", "cat", "tee")
+
+
+def _secret_printers(name: str, argv: list[str], stage: Stage) -> None:
+    """Commands that print secret key material: their output is a credential."""
+    joined = " ".join(argv[1:])
+    if (
+        (name in ("gpg", "gpg2") and re.search(r"--export-secret-(sub)?keys", joined))
+        or (name == "security" and re.search(r"find-(generic|internet)-password\b.*\s-[gw]\b", joined))
+        or (name in ("kubectl", "oc") and re.search(r"\bget\s+secrets?\b.*(-o|--output)", joined))
+    ):
+        stage.produces.add("cred")
 
 
 def _args(argv: list[str]) -> list[str]:
@@ -292,10 +343,13 @@ def _credential_reads(az: Analyzer, name: str, argv: list[str], ctx: Ctx, stage:
         return
     for a in argv[1:]:
         for candidate in (a, a.split("=", 1)[-1], a.lstrip("@<")):
-            path = credential_path(candidate, az.workspace)
+            path = az.credential_path(candidate)
             if path:
                 az.add("credential_access", ctx.part, f"reads the credential store {path}")
                 stage.produces.add("cred")
+                break
+            if secret_file(candidate):
+                stage.produces.add("cred")  # reading it is fine; sending it over the network is not
                 break
 
 
@@ -581,6 +635,8 @@ def _shell_like(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage, lang: str
         else:
             az.code(payload, ctx.part)
         return
+    if script_arg is None and ctx.via_sudo and ctx.stdin_text is None and ctx.upstream is None:
+        az.add("privilege_escalation", ctx.part, "opens an interactive shell or interpreter as root")
     if script_arg is None or script_arg in ("-", "/dev/stdin", "/proc/self/fd/0"):
         stage.consumes = "shell" if lang == "shell" else "interp"
         if ctx.stdin_text is not None:
@@ -603,6 +659,12 @@ def _shell_like(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage, lang: str
         else:
             az.add("runtime_code", ctx.part, "runs the output of a command as a script")
         return
+    written = az.written_script(script_arg)
+    if written is not None:
+        if lang == "shell":
+            az.payload(written, ctx.part)
+        else:
+            az.code(written, ctx.part)
     if script_arg.rsplit("/", 1)[-1] in ("manage.py", "artisan"):
         _database(az, [script_arg.rsplit("/", 1)[-1], *args[args.index(script_arg) + 1 :]], ctx, stage)
     if script_arg in az.downloaded or normalize(script_arg) in {normalize(d) for d in az.downloaded}:
@@ -643,10 +705,9 @@ def _awk(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
 
 @rule("su")
 def _su(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
-    if "-c" in argv or "--command" in argv:
-        key = "-c" if "-c" in argv else "--command"
-        idx = argv.index(key)
-        az.payload(argv[idx + 1] if idx + 1 < len(argv) else "", ctx.part)
+    command = _opt_value(argv, "c", ("command",))
+    if command is not None:
+        az.payload(command, ctx.part)
         return
     az.add("privilege_escalation", ctx.part, "switches to another user (root by default)")
 
@@ -659,30 +720,43 @@ def _ssh(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     stage.consumes = "network"
 
 
+_XARGS_ITEMS = 8
+
+
 @rule("xargs")
 def _xargs(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
-    rest = _strip_options(argv, "adEeIiLlnPs", ("arg-file", "delimiter", "max-args", "max-procs", "replace"))
+    # -0/--null (NUL-separated input) is a flag; drop it so the command after the options is found
+    opts = [argv[0]]
+    for k, a in enumerate(argv[1:], start=1):
+        if not a.startswith("-"):
+            opts.extend(argv[k:])
+            break
+        if a in ("-0", "--null"):
+            continue
+        opts.append(a.replace("0", "") if re.fullmatch(r"-[0rtx]+", a) else a)
+    rest = _strip_options(opts, "adEeIiLlnPs", ("arg-file", "delimiter", "max-args", "max-procs", "replace"))
     inner = rest or ["echo"]
-    replace = None
-    for k, a in enumerate(argv):
-        if a in ("-I", "--replace") and k + 1 < len(argv):
-            replace = argv[k + 1]
-        elif a.startswith("-I") and len(a) > 2:
-            replace = a[2:]
-    inputs: list[str] = []
+    replace = _opt_value(opts, "I", ("replace",)) or _opt_value(opts, "i")
+    text: str | None = None
     up = ctx.upstream
     if ctx.stdin_text is not None:
-        inputs = ctx.stdin_text.split()
-    elif up is not None:
-        if up.text is not None:
-            inputs = up.text.split()
-        elif up.paths:
-            inputs = list(up.paths)
-    if replace:
-        inner = [a.replace(replace, inputs[0] if inputs else UNKNOWN) for a in inner]
+        text = ctx.stdin_text
+    elif up is not None and up.text is not None:
+        text = up.text
+    if text is not None:
+        # with -I every input line is one item; otherwise items are blank-separated words
+        items = (
+            [ln for ln in text.replace("\0", "\n").splitlines() if ln.strip()] if replace else text.split()
+        )
     else:
-        inner = inner + inputs
-    sub = run_argv(az, inner, Ctx(part=ctx.part, taints=set(ctx.taints), var_names=set(ctx.var_names)))
+        items = list(up.paths) if up is not None else []
+    taints = set(ctx.taints) | ({"pids"} if up is not None and "pids" in up.produces else set())
+    runs = [[a.replace(replace, item) for a in inner] for item in items[:_XARGS_ITEMS]] if replace else []
+    if not runs:
+        runs = [[a.replace(replace, UNKNOWN) for a in inner] if replace else inner + items]
+    sub = Stage()
+    for run in runs:
+        sub = run_argv(az, run, Ctx(part=ctx.part, taints=set(taints), var_names=set(ctx.var_names)))
     stage.produces |= sub.produces
     stage.consumes = sub.consumes
     if sub.name in ("rm", "shred", "unlink", "chmod", "chown") and up is not None and up.name == "find":
@@ -691,11 +765,11 @@ def _xargs(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
 
 def _find_delete_roots(az: Analyzer, roots: list[str], ctx: Ctx, what: str) -> None:
     for root in roots or ["."]:
-        risk = deletion_risk(root, az.workspace)
+        risk = az.deletion_risk(root)
         if risk is not None:
             az.add("find_delete", ctx.part, f"{what} over {risk[1]}", risk[0] == "hardline")
             continue
-        path = normalize(root, az.workspace)
+        path = az.normalize(root)
         if (
             path.startswith(("/", "~"))
             and not (
@@ -762,13 +836,13 @@ def _rm(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     if "--" in argv:
         targets = argv[argv.index("--") + 1 :]
     for t in targets:
-        risk = deletion_risk(t, az.workspace)
+        risk = az.deletion_risk(t)
         if risk is not None and (recursive or risk[1].startswith("system path") or "*" in t):
             level, what = risk
             hard = level == "hardline" and (recursive or "*" in t)
             az.add("recursive_delete", ctx.part, f"deletes {what}", hard)
             continue
-        wr = write_risk(t, az.workspace)
+        wr = az.write_risk(t)
         if wr is not None:
             az.add(wr[1] if wr[1] != "reverse_shell" else "system_file_write", ctx.part, f"deletes {wr[2]}")
 
@@ -780,12 +854,12 @@ def _disk(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     name = argv[0].rsplit("/", 1)[-1]
     args = " ".join(argv[1:])
     targets = _args(argv)
-    device = [t for t in targets if (wr := write_risk(t, az.workspace)) and wr[1] == "disk_destruction"]
+    device = [t for t in targets if (wr := az.write_risk(t)) and wr[1] == "disk_destruction"]
     if name == "shred":
         for t in targets:
-            wr = write_risk(t, az.workspace)
-            dr = deletion_risk(t, az.workspace)
-            if wr or dr or credential_path(t):
+            wr = az.write_risk(t)
+            dr = az.deletion_risk(t)
+            if wr or dr or az.credential_path(t):
                 az.add("disk_destruction", ctx.part, f"shreds {t}", bool(device))
         return
     if name in ("fdisk", "gdisk", "cfdisk") and re.search(r"(^|\s)-l\b|--list", args):
@@ -830,7 +904,9 @@ def _disk(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
 
 def _disk_format(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     targets = _args(argv)
-    device = any((wr := write_risk(t, az.workspace)) and wr[1] == "disk_destruction" for t in targets)
+    device = any((wr := az.write_risk(t)) and wr[1] == "disk_destruction" for t in targets)
+    if not device and targets and all(_project_file(az, t) for t in targets):
+        return  # a filesystem inside an image file of the project erases nothing else
     az.add("disk_destruction", ctx.part, "creates a filesystem (erases what was there)", device)
 
 
@@ -838,12 +914,22 @@ def _disk_format(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
 def _dd(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     for a in argv[1:]:
         if a.startswith("of="):
-            risk = write_risk(a[3:], az.workspace)
+            risk = az.write_risk(a[3:])
             if risk is not None:
                 az.add("disk_destruction" if risk[1] == "disk_destruction" else risk[1], ctx.part,
                        f"dd writes to {risk[2]}", risk[0] == "hardline")  # fmt: skip
-        if a.startswith("if=") and credential_path(a[3:], az.workspace):
+        if a.startswith("if=") and az.credential_path(a[3:]):
             stage.produces.add("cred")
+
+
+def _project_file(az: Analyzer, raw: str) -> bool:
+    """Whether ``raw`` is a plain file of the workspace (relative, not climbing out, not a device)."""
+    path = az.path(raw)
+    if UNKNOWN in path or ".." in path.split("/"):
+        return False
+    if not path.startswith(("/", "~")):
+        return True
+    return bool(az.workspace) and is_inside(normalize(path), az.workspace or "")
 
 
 @rule("tee", "cp", "mv", "install", "ln", "truncate", "rsync", "touch", "sponge", "patch", "unzip", "tar")
@@ -858,7 +944,7 @@ def _writers(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
         if name == "touch":
             return
         for d in dests:
-            if normalize(d) == "/" or normalize(d) in ("/etc", "/usr", "/bin", "/boot", "~"):
+            if az.normalize(d) in ("/", "/etc", "/usr", "/bin", "/boot", "~"):
                 az.add("system_file_write", ctx.part, f"extracts an archive over {d}")
         return
     if name == "tee":
@@ -873,12 +959,12 @@ def _writers(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
             targets = argv[idx + 1 : idx + 2]
         if name == "mv":
             for src in args[:-1]:
-                moved = deletion_risk(src, az.workspace)
+                moved = az.deletion_risk(src)
                 if moved is not None:
                     az.add("recursive_delete", ctx.part, f"moves away {moved[1]}", moved[0] == "hardline")
         if name == "rsync" and "|delete|" in _flags(argv):
             for t in targets:
-                wiped = deletion_risk(t.rstrip("/") or "/", az.workspace)
+                wiped = az.deletion_risk(t.rstrip("/") or "/")
                 if wiped is not None:
                     az.add(
                         "recursive_delete",
@@ -891,14 +977,11 @@ def _writers(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     for t in targets:
         if name == "rsync" and ":" in t and not t.startswith("/"):
             continue
-        risk = write_risk(t, az.workspace)
+        risk = az.write_risk(t)
         if risk is not None:
             level, category, what = risk
             az.add(category, ctx.part, f"{name} overwrites {what}", level == "hardline")
-        elif (
-            name in ("ln", "cp", "mv", "install")
-            and (deletion_risk(t, az.workspace) or ("", ""))[0] == "hardline"
-        ):
+        elif name in ("ln", "cp", "mv", "install") and (az.deletion_risk(t) or ("", ""))[0] == "hardline":
             az.add("system_file_write", ctx.part, f"{name} writes into {t}")
 
 
@@ -907,7 +990,7 @@ def _sed(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     if not re.search(r"i", _flags(argv).replace("|in-place|", "i")):
         return
     for t in _args(argv)[1:]:
-        risk = write_risk(t, az.workspace)
+        risk = az.write_risk(t)
         if risk is not None:
             az.add(risk[1], ctx.part, f"edits {risk[2]} in place", risk[0] == "hardline")
 
@@ -923,11 +1006,11 @@ def _perms(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     if name == "chmod" and (re.search(r"(^|,)[ugoa]*\+[rwx]*s", mode) or re.fullmatch(r"[2467]\d{3}", mode)):
         az.add("privilege_escalation", ctx.part, "sets the setuid/setgid bit")
     if name == "chattr" and re.match(r"-[ia]", mode):
-        if any(write_risk(t, az.workspace) for t in targets):
+        if any(az.write_risk(t) for t in targets):
             az.add("security_disable", ctx.part, "removes the immutable flag from a system file")
         return
     for t in targets:
-        risk = deletion_risk(t, az.workspace)
+        risk = az.deletion_risk(t)
         strict = (
             "/etc",
             "/usr",
@@ -941,14 +1024,18 @@ def _perms(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
             "/dev",
             "/root",
         )
-        if risk is not None and risk[0] != "hardline" and not any(is_inside(normalize(t), d) for d in strict):
+        if (
+            risk is not None
+            and risk[0] != "hardline"
+            and not any(is_inside(az.normalize(t), d) for d in strict)
+        ):
             risk = None
         if risk is not None and (recursive or risk[0] == "hardline"):
             az.add("permissions", ctx.part, f"{name} {'-R ' if recursive else ''}on {risk[1]}",
-                   risk[0] == "hardline" and recursive and normalize(t) in ("/", "~"))  # fmt: skip
+                   risk[0] == "hardline" and recursive and az.normalize(t) in ("/", "~"))  # fmt: skip
             continue
-        wr = write_risk(t, az.workspace)
-        cred = credential_path(t, az.workspace)
+        wr = az.write_risk(t)
+        cred = az.credential_path(t)
         if wr is not None or (cred and re.search(r"[0-7]?[0-7][1-7][1-7]$|o\+|a\+|\+r", mode)):
             if name == "chmod" and re.fullmatch(r"0?[0-7]00|u[+=]r?w?|go-rwx|og-rwx|600|400", mode):
                 continue
@@ -982,6 +1069,8 @@ def _kill(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
             i += 1
         if "-1" in targets or "1" in targets:
             az.add("kill_all", ctx.part, "signals every process (or init)", True)
+        elif "pids" in ctx.taints:
+            az.add("kill_all", ctx.part, "signals every process listed by ps", True)
         return
     pattern_args = [a for a in args if not a.startswith("-")]
     if "-u" in args or "--user" in args:
@@ -994,6 +1083,36 @@ def _kill(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
         az.add("kill_all", ctx.part, "kills processes matching everything", True)
     if any(p in ("init", "systemd", "sshd", "dbus-daemon", "launchd") for p in pattern_args):
         az.add("kill_all", ctx.part, "kills a critical system process")
+
+
+_PS_SELECT = frozenset({"pid", "ppid", "user", "sid", "tty", "group", "quick-pid", "User", "Group"})
+
+
+@rule("ps")
+def _ps(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
+    """``ps`` listing every process: its ids, handed to ``kill``, would end them all."""
+    every = False
+    select = False
+    skip = False
+    for k, a in enumerate(argv[1:]):
+        if skip:
+            skip = False
+            continue
+        if a in ("-o", "-O", "o", "O", "--format", "-F") or a.startswith("--sort"):
+            skip = a in ("-o", "-O", "o", "O", "--format")
+            continue
+        if a.startswith("--"):
+            select = select or a[2:].split("=")[0] in _PS_SELECT
+            continue
+        letters = a[1:] if a.startswith("-") else (a if k == 0 else "")
+        if a.startswith("-"):
+            every = every or bool(re.search(r"[eA]", letters))
+            select = select or bool(re.search(r"[pCuUGgstq]", letters))
+        else:
+            every = every or bool(re.search(r"[ax]", letters))
+            select = select or bool(re.search(r"[pUtq]", letters))
+    if every and not select:
+        stage.produces.add("pids")
 
 
 @rule("shutdown", "reboot", "halt", "poweroff", "init", "telinit", "kexec", "systemctl", "loginctl", "service", "rc-service",
@@ -1465,16 +1584,31 @@ def _download(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
             if "://" in a:
                 az.downloaded.add(a.split("?")[0].rstrip("/").rsplit("/", 1)[-1])
     data_flags = ("-d", "--data", "--data-binary", "--data-raw", "-F", "--form", "-T", "--upload-file", "--post-file",
-                  "--body-file", "--data-urlencode")  # fmt: skip
-    for k, a in enumerate(argv):
-        if a in data_flags and k + 1 < len(argv):
-            value = argv[k + 1]
-            if value in ("@-", "-", "@/dev/stdin"):
-                stage.consumes = "network"
-            for candidate in (value.lstrip("@"), value.split("=@", 1)[-1], value.split("@", 1)[-1]):
-                if credential_path(candidate, az.workspace):
-                    az.add("exfiltration", ctx.part, f"uploads the credential file {candidate}", True)
-                    break
+                  "--body-file", "--data-urlencode", "--data-ascii", "--form-string")  # fmt: skip
+    for value in _option_values(argv, data_flags):
+        if value in ("@-", "-", "@/dev/stdin", "/dev/stdin"):
+            stage.consumes = "network"
+        for candidate in (value.lstrip("@"), value.split("=@", 1)[-1], value.split("@", 1)[-1]):
+            if az.credential_path(candidate) or secret_file(candidate):
+                az.add("exfiltration", ctx.part, f"uploads the credential file {candidate}", True)
+                break
+            if az.normalize(candidate).startswith("/etc/"):
+                az.add("exfiltration", ctx.part, f"uploads the system file {candidate}")
+                break
+
+
+def _option_values(argv: list[str], options: tuple[str, ...]) -> list[str]:
+    """Values of the given options in any spelling: ``-d X``, ``-dX``, ``--data X``, ``--data=X``."""
+    values: list[str] = []
+    for k, a in enumerate(argv[1:], start=1):
+        if a in options:
+            if k + 1 < len(argv):
+                values.append(argv[k + 1])
+        elif a.startswith("--") and "=" in a and a.split("=", 1)[0] in options:
+            values.append(a.split("=", 1)[1])
+        elif not a.startswith("--") and len(a) > 2 and a[:2] in options:
+            values.append(a[2:])
+    return values
 
 
 @rule(*NET_TOOLS)
@@ -1483,6 +1617,7 @@ def _netcat(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     joined = " ".join(argv[1:])
     stage.produces.add("netin")
     stage.consumes = "network"
+    az.socket_open = True
     if re.search(r"(^|\s)(-e|-c|--exec|--sh-exec|--lua-exec)\b|(^|\s)-\w*[ec]\s", joined):
         az.add("reverse_shell", ctx.part, f"{name} hands a shell to a network connection", True)
     if (
@@ -1493,6 +1628,44 @@ def _netcat(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
         az.add("reverse_shell", ctx.part, "socat connects a shell to the network", True)
     if ctx.stdin_taints & {"cred"}:
         az.add("exfiltration", ctx.part, "sends a credential file over the network", True)
+
+
+@rule("cd", "pushd", "chdir")
+def _cd(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
+    args = [a for a in argv[1:] if a not in ("-L", "-P", "-e", "-@", "--")]
+    az.chdir(args[0] if args else "~")
+
+
+@rule("at", "batch")
+def _at(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
+    """``at``/``batch`` run the commands they read (stdin or ``-f file``) later, in a shell."""
+    if {"-l", "-r", "-d", "-c"} & set(argv):
+        return
+    stage.consumes = "shell"
+    script = _opt_value(argv, "f")
+    text = az.written_script(script) if script is not None else ctx.stdin_text
+    if text is not None:
+        az.payload(text, ctx.part)
+
+
+_TMUX_RUNS = frozenset(
+    {"new-session", "new", "new-window", "neww", "split-window", "splitw", "respawn-pane", "respawnp",
+     "respawn-window", "respawnw", "run-shell", "run", "display-popup", "popup", "pipe-pane", "pipep",
+     "send-keys", "send"}
+)  # fmt: skip
+
+
+@rule("tmux")
+def _tmux(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
+    """tmux commands that start a shell command (or type one into a pane)."""
+    args = _strip_options(argv, "LSf")
+    if not args or args[0] not in _TMUX_RUNS:
+        return
+    words = _strip_options(args, "cstnxyeFlp")
+    if args[0] in ("send-keys", "send"):
+        words = [w for w in words if w not in ("Enter", "C-m", "KPEnter")]
+    if words:
+        az.payload(" ".join(words), ctx.part)
 
 
 @rule("mkfifo", "mknod")
@@ -1521,7 +1694,7 @@ def _accounts(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
         az.add("privilege_escalation", ctx.part, "passwd removes or changes a privileged password")
     elif name in ("chpasswd",) or (name == "dscl" and re.search(r"-(passwd|append).*(admin|root)", joined)):
         az.add("privilege_escalation", ctx.part, f"{name} changes account passwords")
-    elif name in ("visudo", "vipw"):
+    elif name in ("visudo", "vipw") and not (name == "visudo" and ({"-c", "--check"} & set(argv))):
         az.add("privilege_escalation", ctx.part, f"{name} edits the sudo/account database")
     elif name in ("userdel", "deluser") and re.search(r"\broot\b|(-r|--remove)", joined):
         az.add("privilege_escalation", ctx.part, f"{name} deletes an account and its files")

@@ -17,6 +17,7 @@ __all__ = [
     "deletion_risk",
     "is_inside",
     "normalize",
+    "secret_file",
     "write_risk",
 ]
 
@@ -183,6 +184,8 @@ def write_risk(raw: str, workspace: str | None) -> tuple[str, str, str] | None:
         return "danger", "privilege_escalation", f"the account or sudo database {path}"
     if path.startswith("/var/spool/cron") or path.startswith("/etc/cron"):
         return "danger", "crontab", f"the cron tables {path}"
+    if is_inside(path, "/var/log") or re.fullmatch(r"/var/run/utmp|/run/utmp", path):
+        return "danger", "history_wipe", f"the system log {path}"
     if any(is_inside(path, s) for s in _SAFE_UNDER_SYSTEM):
         return None
     if any(is_inside(path, t) for t in _SYSTEM_TREES if t not in ("/var",)) or is_inside(path, "/var/lib"):
@@ -204,3 +207,11 @@ def credential_path(raw: str, workspace: str | None = None) -> str | None:
     if path.startswith("~/.ssh/") and any(ch in path for ch in "*?["):
         return path
     return None
+
+
+_DOTENV = re.compile(r"(^|/)\.env(\.(?!(example|sample|template|dist|defaults|schema)$)[\w.-]+)?$")
+
+
+def secret_file(raw: str) -> bool:
+    """Whether ``raw`` names a project secrets file (``.env``, ``.env.production``; not ``.env.example``)."""
+    return bool(raw) and not raw.startswith(UNKNOWN) and bool(_DOTENV.search(raw))
