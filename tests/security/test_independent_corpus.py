@@ -1,0 +1,62 @@
+"""Recall and false-positive rate of the command guard on the independent corpus.
+
+The corpus (``independent_dangerous.txt`` / ``independent_ordinary.txt``) was written before reading the guard,
+so these figures measure how the rules generalise, not how well they fit their own examples.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from hermes_core.security import classify_command
+
+CORPUS = Path(__file__).parent / "corpus"
+WORKSPACE = "/work/project"
+
+
+def load_labelled(name: str) -> list[tuple[str, str]]:
+    """``(command, category)`` pairs of a corpus file; ``#`` lines are comments, a TAB precedes the category."""
+    pairs = []
+    for line in (CORPUS / name).read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        cmd, _, category = line.partition("\t")
+        pairs.append((cmd, category.strip()))
+    return pairs
+
+
+def measure(workspace: str | None) -> tuple[float, float, list[tuple[str, str]], list[str]]:
+    """Recall, false-positive rate, the missed ``(command, category)`` pairs and the flagged ordinary commands."""
+    dangerous = load_labelled("independent_dangerous.txt")
+    ordinary = [cmd for cmd, _ in load_labelled("independent_ordinary.txt")]
+    missed = [(c, cat) for c, cat in dangerous if not classify_command(c, workspace=workspace).dangerous]
+    flagged = [c for c in ordinary if classify_command(c, workspace=workspace).dangerous]
+    return 1 - len(missed) / len(dangerous), len(flagged) / len(ordinary), missed, flagged
+
+
+def test_corpus_is_large_and_covers_every_category() -> None:
+    dangerous = load_labelled("independent_dangerous.txt")
+    assert len(dangerous) >= 250
+    assert len(load_labelled("independent_ordinary.txt")) >= 250
+    per_category = Counter(cat for _, cat in dangerous)
+    assert len(per_category) >= 19, per_category
+    assert min(per_category.values()) >= 8, per_category
+
+
+@pytest.mark.parametrize("workspace", [WORKSPACE, None])
+def test_independent_recall_and_false_positive_rate(workspace: str | None) -> None:
+    recall, fp_rate, missed, flagged = measure(workspace)
+    print(f"\nindependent corpus (workspace={workspace}): recall {recall:.4f}, false positives {fp_rate:.4f}")
+    print("missed by category:", dict(Counter(cat for _, cat in missed)))
+    assert recall >= 0.99, f"missed: {missed}"
+    assert fp_rate <= 0.01, f"flagged: {flagged}"
+
+
+def test_dangerous_verdicts_name_a_reason() -> None:
+    for cmd, _ in load_labelled("independent_dangerous.txt")[::7]:
+        verdict = classify_command(cmd, workspace=WORKSPACE)
+        if verdict.dangerous:
+            assert verdict.reasons and all(f.reason for f in verdict.findings), cmd
