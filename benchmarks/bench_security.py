@@ -18,6 +18,12 @@ from security_corpus import load_corpus  # noqa: E402
 from hermes_core.security import classify_command, redact  # noqa: E402
 
 
+def load_independent(name: str) -> list[str]:
+    """Lines of an independent corpus file (``#`` lines are comments; a TAB may precede a category)."""
+    text = (ROOT / "tests" / "security" / "corpus" / name).read_text(encoding="utf-8")
+    return [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
 def per_call(fn, arg, number: int) -> float:  # type: ignore[no-untyped-def]
     t0 = time.perf_counter()
     for _ in range(number):
@@ -79,6 +85,16 @@ def main() -> None:
     recall, fp = rates(held_d, held_o)
     print(
         f"held-out: recall {recall:.4f} over {len(held_d)} dangerous, false positives {fp:.4f} over {len(held_o)}"
+    )
+    ind_d = [line.split("\t", 1)[0] for line in load_independent("independent_dangerous.txt")]
+    ind_o = load_independent("independent_ordinary.txt")
+    recall, fp = rates(ind_d, ind_o)
+    print(
+        f"independent: recall {recall:.4f} over {len(ind_d)} dangerous, false positives {fp:.4f} over {len(ind_o)}"
+    )
+    hostile_globs = " ; ".join(f"/???/?{chr(97 + i % 26)}{i} -x" for i in range(2000))
+    print(
+        f"classify_command(2000 distinct globbed names): {per_call(classify_command, hostile_globs, 3) * 1e3:.0f} ms"
     )
     print(
         f"bashlex parses {bashlex_parse_rate(everything):.3f} of the corpus (own parser: all, or fails closed)"
