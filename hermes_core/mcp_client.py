@@ -485,6 +485,11 @@ class _Server:
         gone = self.manager.registry.deregister_toolset(self.toolset)
         if gone:
             log.info("MCP server %r: %d tools removed", self.name, len(gone))
+            # a tool of this server may have replaced a same-named tool of another one: let those re-register
+            for other in self.manager.servers.values():
+                if other is not self and other.state == "ready" and not other._stopping:
+                    other._relist = True
+                    other._poke()
 
     def _handler(self, remote: str, session: ClientSession) -> Callable[..., Coroutine[Any, Any, str]]:
         async def call_mcp_tool(**arguments: Any) -> str:

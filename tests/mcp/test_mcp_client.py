@@ -305,6 +305,27 @@ def test_a_clash_with_a_non_mcp_tool_is_skipped_and_reported() -> None:
         system.close()
 
 
+def test_mcp_servers_may_replace_each_others_tools() -> None:
+    system = load({"one": DEMO, "two": DEMO})
+    try:
+        assert wait_ready(system, 20)
+        report = status(system)
+        assert report["one"]["skipped"] == report["two"]["skipped"] == {}
+        owners = {system.registry[name].toolset for name in DEMO_TOOLS}
+        assert owners <= {"mcp-one", "mcp-two"}
+        assert report["one"]["tool_count"] + report["two"]["tool_count"] == len(system.registry)
+        # whoever owns "crash" goes away; the other server's tools of the same names take over
+        loser = system.registry["crash"].toolset
+        survivor = "mcp-two" if loser == "mcp-one" else "mcp-one"
+        system.call("crash")
+        assert eventually(
+            lambda: "echo" in system.registry and system.registry["echo"].toolset == survivor, 5
+        )
+        assert system.call("add", {"a": 1, "b": 1}) == "2"
+    finally:
+        system.close()
+
+
 # -- HTTP ----------------------------------------------------------------------------------------------
 
 
