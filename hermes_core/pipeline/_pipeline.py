@@ -128,6 +128,9 @@ class Pipeline:
         self._guard: Any = None
         self.trace = trace_enabled()
         self.config_stamp = 0
+        tools = system.config.approvals.get("tools", ())
+        # [approvals] tools: these tools need a human's approval for every call
+        self._always_ask = frozenset([tools] if isinstance(tools, str) else tools)
 
     # -- setup -------------------------------------------------------------------------------------------
 
@@ -463,6 +466,8 @@ class Pipeline:
             if early is not None:
                 early.call_id = call_id
                 return early, entry, rt, args, ctx, call_id
+        if name in self._always_ask:
+            asks.append(RequireApproval(f"the configuration asks for approval of every {name!r} call"))
         if asks:
             if ctx is None:
                 ctx = self._context(call_id, session_id, name, available)

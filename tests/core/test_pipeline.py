@@ -554,3 +554,20 @@ def test_saved_full_output_is_readable_from_outside_the_workspace(
     assert page.status == "ok", page.result
     assert "row 25000" in page.result and "row 25001" in page.result
     s.close()
+
+
+def test_config_can_require_approval_for_every_call_of_a_tool() -> None:
+    from hermes_core.security import CallbackApprover
+
+    asked: list[Any] = []
+
+    def approve(request: Any) -> str:
+        asked.append(request)
+        return "once" if "2" in request.subject else "deny"
+
+    s = make(config={"approvals": {"tools": ["add"]}}, approver=CallbackApprover(approve))
+    assert s.call("add", {"a": 1, "b": 2}) == "3"
+    denied = s.call_outcome("add", {"a": 1, "b": 1})
+    assert denied.status == "denied"
+    assert [r.kind for r in asked] == ["tool", "tool"] and 'add {"a": 1, "b": 2}' == asked[0].subject
+    s.close()
