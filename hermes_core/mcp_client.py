@@ -67,6 +67,7 @@ _FIRST_BACKOFF = 0.5
 _MAX_BACKOFF = 30.0
 _STABLE_AFTER = 60.0  # a session that lived this long earns a fresh set of reconnect attempts
 _CLOSE_WAIT = 10.0
+_LOG_LIMIT = 1_000_000  # bytes of a server's stderr log kept before it starts over
 _BAD_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME = 64
 
@@ -340,6 +341,9 @@ class _Server:
         directory = self.manager.data_dir / "logs"
         directory.mkdir(parents=True, exist_ok=True)
         self._log_path = directory / f"mcp-{safe_tool_name(self.name)}.log"
+        with contextlib.suppress(OSError):
+            if self._log_path.stat().st_size > _LOG_LIMIT:  # start over rather than grow forever
+                self._log_path.unlink()
         fh = open(self._log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed by the exit stack
         fh.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting MCP server {self.name!r}\n")
         fh.flush()
@@ -593,12 +597,27 @@ class _Manager:
 _managers: weakref.WeakKeyDictionary[ToolSystem, _Manager] = weakref.WeakKeyDictionary()
 
 
+def _sdk_problem() -> str | None:
+    """Why the MCP SDK cannot be used (not installed, or a 1.x release), without importing it."""
+    if importlib.util.find_spec("mcp") is None:
+        return "the MCP SDK is not installed: pip install 'hermes-tools[mcp]'"
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("mcp")
+    except PackageNotFoundError:
+        return None  # an unpackaged checkout: trust it
+    if not found.split(".")[0].isdigit() or int(found.split(".")[0]) < 2:
+        return f"the MCP client needs mcp>=2 (found {found}): pip install 'hermes-tools[mcp]'"
+    return None
+
+
 def start_servers(system: ToolSystem) -> None:
     """Start connecting every enabled ``[mcp.servers.*]`` server in the background; returns at once."""
     if system in _managers:
         return
     manager = _managers[system] = _Manager(system)
-    sdk = importlib.util.find_spec("mcp") is not None
+    missing = _sdk_problem()
     starting: list[_Server] = []
     for name, raw in system.config.mcp_servers.items():
         server = manager.servers[name] = _Server(manager, name)
@@ -611,10 +630,9 @@ def start_servers(system: ToolSystem) -> None:
             server.state, server.error = "failed", f"configuration: {err}"
             log.error("MCP server %r: %s", name, server.error)
             continue
-        if not sdk:
-            server.state = "failed"
-            server.error = "the MCP SDK is not installed: pip install 'hermes-tools[mcp]'"
-            log.warning("MCP server %r is configured but %s", name, server.error)
+        if missing:
+            server.state, server.error = "failed", missing
+            log.warning("MCP server %r is configured but %s", name, missing)
             continue
         starting.append(server)
     if starting:
