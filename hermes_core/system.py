@@ -104,6 +104,7 @@ class ToolSystem:
 
         self.pipeline = Pipeline(self)
         self._closed = False
+        self._mcp_started = False
 
     # -- construction ------------------------------------------------------------------------------------
 
@@ -181,12 +182,26 @@ class ToolSystem:
             log.error("config: %s", err)
 
     def _start_mcp(self) -> None:
-        try:
-            from .mcp_client import start_servers
-        except ImportError:  # the mcp client is optional
-            log.warning("MCP servers are configured but the MCP client is not available")
-            return
+        from .mcp_client import start_servers  # imports the optional mcp SDK only when it connects
+
+        self._mcp_started = True
         start_servers(self)
+
+    def mcp_status(self) -> dict[str, dict[str, Any]]:
+        """Each configured MCP server's state (connecting, ready, failed...), tools and last error."""
+        if not self._mcp_started:
+            return {}
+        from .mcp_client import status
+
+        return status(self)
+
+    def wait_mcp(self, timeout: float = 30.0) -> bool:
+        """Wait until no MCP server is still connecting; True when all settled in time (or none exist)."""
+        if not self._mcp_started:
+            return True
+        from .mcp_client import wait_ready
+
+        return wait_ready(self, timeout)
 
     # -- plugins -----------------------------------------------------------------------------------------
 
