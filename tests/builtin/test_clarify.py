@@ -4,67 +4,41 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 
-from hermes_builtin.tools import clarify
-from hermes_core import ToolRegistry, ToolSystem, hookimpl
+from hermes_core import ToolSystem
+
+MakeSystem = Callable[..., ToolSystem]
 
 
-class _Only:
-    def __init__(self, *modules: Any) -> None:
-        self.modules = modules
-
-    @hookimpl
-    def register_tools(self, registry: ToolRegistry) -> None:
-        for module in self.modules:
-            module.register(registry)
-
-
-@pytest.fixture(autouse=True)
-def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
-
-
-def _load(tmp_path: Path, ask_user: Any) -> ToolSystem:
-    return ToolSystem.load(
-        plugins_dir=False,
-        load_entry_points=False,
-        plugins=[_Only(clarify)],
-        workspace=tmp_path,
-        ask_user=ask_user,
-    )
-
-
-def test_open_and_multiple_choice_questions_reach_the_callback(tmp_path: Path) -> None:
+def test_open_and_multiple_choice_questions_reach_the_callback(make_builtin_system: MakeSystem) -> None:
     asked: list[tuple[str, Sequence[str] | None]] = []
 
     def ask(question: str, choices: Sequence[str] | None) -> str:
         asked.append((question, choices))
         return "  Postgres  " if choices else "call it hermes"
 
-    with _load(tmp_path, ask) as system:
+    with make_builtin_system(ask_user=ask) as system:
         assert system.call("clarify", {"question": "Name of the project?"}) == "User answered: call it hermes"
         out = system.call("clarify", {"question": "Which DB?", "choices": ["SQLite", "Postgres"]})
         assert out == "User answered: Postgres"
     assert asked == [("Name of the project?", None), ("Which DB?", ["SQLite", "Postgres"])]
 
 
-def test_without_a_callback_the_tool_is_hidden(tmp_path: Path) -> None:
-    with _load(tmp_path, None) as system:
-        assert "clarify" not in [d["function"]["name"] for d in system.definitions()]
-        assert "cannot ask the user" in system.hidden()["clarify"]
-        outcome = system.call_outcome("clarify", {"question": "Proceed?"})
+def test_without_a_callback_the_tool_is_hidden(builtin_system: ToolSystem) -> None:
+    assert "clarify" not in [d["function"]["name"] for d in builtin_system.definitions()]
+    assert "cannot ask the user" in builtin_system.hidden()["clarify"]
+    outcome = builtin_system.call_outcome("clarify", {"question": "Proceed?"})
     assert outcome.status == "error" and outcome.error_kind == "unknown_tool"
     assert "not available right now" in outcome.result
 
 
-def test_empty_and_huge_answers(tmp_path: Path) -> None:
+def test_empty_and_huge_answers(make_builtin_system: MakeSystem) -> None:
     answers = iter(["   ", "z" * 10_000])
-    with _load(tmp_path, lambda q, c: next(answers)) as system:
+    with make_builtin_system(ask_user=lambda q, c: next(answers)) as system:
         assert system.call("clarify", {"question": "?"}) == "The user gave no answer."
         out = system.call("clarify", {"question": "?"})
     assert out.endswith("…(cut)") and len(out) < 4_100
@@ -80,16 +54,16 @@ def test_empty_and_huge_answers(tmp_path: Path) -> None:
         {"question": "x" * 2001},
     ],
 )
-def test_broken_arguments_never_reach_the_user(tmp_path: Path, args: dict[str, Any]) -> None:
+def test_broken_arguments_never_reach_the_user(make_builtin_system: MakeSystem, args: dict[str, Any]) -> None:
     asked: list[str] = []
-    with _load(tmp_path, lambda q, c: asked.append(q) or "yes") as system:
+    with make_builtin_system(ask_user=lambda q, c: asked.append(q) or "yes") as system:
         outcome = system.call_outcome("clarify", args)
     assert outcome.error_kind == "invalid_arguments"
     assert asked == []
 
 
-def test_duplicate_choices_are_refused(tmp_path: Path) -> None:
-    with _load(tmp_path, lambda q, c: "a") as system:
+def test_duplicate_choices_are_refused(make_builtin_system: MakeSystem) -> None:
+    with make_builtin_system(ask_user=lambda q, c: "a") as system:
         outcome = system.call_outcome("clarify", {"question": "q", "choices": ["a", " a "]})
     assert outcome.status == "error" and "duplicates" in outcome.result
 

@@ -8,12 +8,12 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from hermes_builtin.tools import cronjob, todo
 from hermes_builtin.tools.cronjob import JobRun, next_run_after, parse_schedule, run_due_jobs, run_loop
 from hermes_core import ToolError, ToolRegistry, ToolSystem, hookimpl
 
@@ -38,20 +38,18 @@ _APPEND_SCHEMA = {
 }
 
 
-class _Plugin:
+class _AppendLine:
+    """A plugin adding the test tool ``append_line`` (toolset "testing") for jobs to call."""
+
     @hookimpl
     def register_tools(self, registry: ToolRegistry) -> None:
-        cronjob.register(registry)
-        todo.register(registry)
         registry.register(name="append_line", toolset="testing", schema=_APPEND_SCHEMA, handler=_append)
 
 
 @pytest.fixture
-def system(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
-    s = ToolSystem.load(plugins_dir=False, load_entry_points=False, plugins=[_Plugin()], workspace=tmp_path)
-    yield s
-    s.close()
+def system(make_builtin_system: Callable[..., ToolSystem]) -> ToolSystem:
+    """The built-ins plus ``append_line``."""
+    return make_builtin_system(_AppendLine())
 
 
 def _ok(system: ToolSystem, args: dict[str, Any]) -> str:
@@ -237,10 +235,12 @@ _RUNNER = textwrap.dedent(
     """
     import sys, time
     sys.path.insert(0, sys.argv[1])
-    from test_cronjob import _Plugin
+    from test_cronjob import _AppendLine
+    import hermes_builtin.plugin
     from hermes_core import ToolSystem
     from hermes_builtin.tools.cronjob import run_due_jobs
-    s = ToolSystem.load(plugins_dir=False, load_entry_points=False, plugins=[_Plugin()])
+    plugins = [hermes_builtin.plugin, _AppendLine()]
+    s = ToolSystem.load(plugins_dir=False, load_entry_points=False, plugins=plugins)
     while time.time() < float(sys.argv[2]):
         time.sleep(0.005)
     for run in run_due_jobs(s):

@@ -6,81 +6,59 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from hermes_builtin.tools import memory
-from hermes_core import ToolRegistry, ToolSystem, hookimpl
+from hermes_core import ToolSystem
 
 
-class _Only:
-    def __init__(self, *modules: Any) -> None:
-        self.modules = modules
-
-    @hookimpl
-    def register_tools(self, registry: ToolRegistry) -> None:
-        for module in self.modules:
-            module.register(registry)
-
-
-def _load(tmp_path: Path) -> ToolSystem:
-    return ToolSystem.load(
-        plugins_dir=False, load_entry_points=False, plugins=[_Only(memory)], workspace=tmp_path
+def test_add_read_replace_remove(builtin_system: ToolSystem) -> None:
+    assert (
+        builtin_system.call("memory", {"action": "read"})
+        == "Memory 'notes' (0 entries, 0/20000 chars): empty."
     )
-
-
-@pytest.fixture
-def system(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
-    s = _load(tmp_path)
-    yield s
-    s.close()
-
-
-def test_add_read_replace_remove(system: ToolSystem) -> None:
-    assert system.call("memory", {"action": "read"}) == "Memory 'notes' (0 entries, 0/20000 chars): empty."
-    assert system.call("memory", {"action": "add", "content": "Project uses tabs"}).startswith(
+    assert builtin_system.call("memory", {"action": "add", "content": "Project uses tabs"}).startswith(
         "Added entry 1."
     )
-    system.call("memory", {"action": "add", "content": "Deploys go through CI only"})
-    out = system.call("memory", {"action": "replace", "id": 1, "content": "Project uses 4 spaces"})
+    builtin_system.call("memory", {"action": "add", "content": "Deploys go through CI only"})
+    out = builtin_system.call("memory", {"action": "replace", "id": 1, "content": "Project uses 4 spaces"})
     assert out.startswith("Replaced entry 1.")
-    assert system.call("memory", {"action": "remove", "id": 2}).startswith("Removed entry 2.")
-    assert system.call("memory", {"action": "read"}) == (
+    assert builtin_system.call("memory", {"action": "remove", "id": 2}).startswith("Removed entry 2.")
+    assert builtin_system.call("memory", {"action": "read"}) == (
         "Memory 'notes' (1 entries, 21/20000 chars):\n[1] Project uses 4 spaces"
     )
 
 
-def test_targets_are_separate_and_survive_a_new_system(system: ToolSystem, tmp_path: Path) -> None:
-    system.call("memory", {"action": "add", "target": "user", "content": "Prefers short answers"})
-    assert "empty" in system.call("memory", {"action": "read"})
-    again = _load(tmp_path)
-    try:
-        assert "[1] Prefers short answers" in again.call("memory", {"action": "read", "target": "user"})
-    finally:
-        again.close()
-    assert (system.data_dir / "memory" / "user.json").is_file()
+def test_targets_are_separate_and_survive_a_new_system(
+    builtin_system: ToolSystem, make_builtin_system: Callable[..., ToolSystem]
+) -> None:
+    builtin_system.call("memory", {"action": "add", "target": "user", "content": "Prefers short answers"})
+    assert "empty" in builtin_system.call("memory", {"action": "read"})
+    again = make_builtin_system()
+    assert "[1] Prefers short answers" in again.call("memory", {"action": "read", "target": "user"})
+    assert (builtin_system.data_dir / "memory" / "user.json").is_file()
 
 
-def test_duplicates_are_not_stored_twice(system: ToolSystem) -> None:
-    system.call("memory", {"action": "add", "content": "same fact"})
-    assert "nothing added" in system.call("memory", {"action": "add", "content": "  same fact  "})
-    assert "(1 entries" in system.call("memory", {"action": "read"})
+def test_duplicates_are_not_stored_twice(builtin_system: ToolSystem) -> None:
+    builtin_system.call("memory", {"action": "add", "content": "same fact"})
+    assert "nothing added" in builtin_system.call("memory", {"action": "add", "content": "  same fact  "})
+    assert "(1 entries" in builtin_system.call("memory", {"action": "read"})
 
 
-def test_size_cap_gives_a_clear_error_and_keeps_old_entries(system: ToolSystem) -> None:
+def test_size_cap_gives_a_clear_error_and_keeps_old_entries(builtin_system: ToolSystem) -> None:
     for i in range(5):
-        assert system.call_outcome("memory", {"action": "add", "content": f"{i}" + "x" * 3999}).ok
-    outcome = system.call_outcome("memory", {"action": "add", "content": "one more"})
+        assert builtin_system.call_outcome("memory", {"action": "add", "content": f"{i}" + "x" * 3999}).ok
+    outcome = builtin_system.call_outcome("memory", {"action": "add", "content": "one more"})
     assert outcome.status == "error"
     assert "memory is full: 20000/20000 chars used" in outcome.result
     # growing an entry past the cap fails too; shrinking works
-    grown = system.call_outcome("memory", {"action": "replace", "id": 1, "content": "y" * 4000 + "z"})
+    grown = builtin_system.call_outcome("memory", {"action": "replace", "id": 1, "content": "y" * 4000 + "z"})
     assert grown.status == "error"
-    assert system.call_outcome("memory", {"action": "replace", "id": 1, "content": "short"}).ok
-    assert system.call_outcome("memory", {"action": "add", "content": "fits now"}).ok
+    assert builtin_system.call_outcome("memory", {"action": "replace", "id": 1, "content": "short"}).ok
+    assert builtin_system.call_outcome("memory", {"action": "add", "content": "fits now"}).ok
 
 
 @pytest.mark.parametrize(
@@ -91,8 +69,8 @@ def test_size_cap_gives_a_clear_error_and_keeps_old_entries(system: ToolSystem) 
         ({"action": "add", "content": "   "}, "non-empty 'content'"),
     ],
 )
-def test_bad_requests(system: ToolSystem, args: dict[str, Any], needle: str) -> None:
-    outcome = system.call_outcome("memory", args)
+def test_bad_requests(builtin_system: ToolSystem, args: dict[str, Any], needle: str) -> None:
+    outcome = builtin_system.call_outcome("memory", args)
     assert outcome.status == "error" and needle in outcome.result
 
 
@@ -105,25 +83,25 @@ def test_bad_requests(system: ToolSystem, args: dict[str, Any], needle: str) -> 
         {"action": "remove", "id": "one"},
     ],
 )
-def test_schema_rejects_hostile_arguments(system: ToolSystem, args: dict[str, Any]) -> None:
-    outcome = system.call_outcome("memory", args)
+def test_schema_rejects_hostile_arguments(builtin_system: ToolSystem, args: dict[str, Any]) -> None:
+    outcome = builtin_system.call_outcome("memory", args)
     assert outcome.error_kind == "invalid_arguments"
-    assert not (system.data_dir / "memory").exists()
+    assert not (builtin_system.data_dir / "memory").exists()
 
 
-def test_concurrent_processes_lose_no_entries(system: ToolSystem, tmp_path: Path) -> None:
+def test_concurrent_processes_lose_no_entries(builtin_system: ToolSystem, workspace: Path) -> None:
     script = textwrap.dedent(
         f"""
         import sys
-        from hermes_core import ToolSystem, hookimpl
-        from hermes_builtin.tools import memory
+        import hermes_builtin.plugin
+        from hermes_core import ToolSystem
 
-        class P:
-            @hookimpl
-            def register_tools(self, registry):
-                memory.register(registry)
-
-        s = ToolSystem.load(plugins_dir=False, load_entry_points=False, plugins=[P()], workspace={str(tmp_path)!r})
+        s = ToolSystem.load(
+            plugins_dir=False,
+            load_entry_points=False,
+            plugins=[hermes_builtin.plugin],
+            workspace={str(workspace)!r},
+        )
         for i in range(15):
             out = s.call_outcome("memory", {{"action": "add", "content": f"proc {{sys.argv[1]}} fact {{i}}"}})
             assert out.ok, out.result
@@ -132,7 +110,7 @@ def test_concurrent_processes_lose_no_entries(system: ToolSystem, tmp_path: Path
     )
     procs = [subprocess.Popen([sys.executable, "-c", script, str(n)]) for n in range(4)]
     assert [p.wait(timeout=60) for p in procs] == [0, 0, 0, 0]
-    stored = json.loads((system.data_dir / "memory" / "notes.json").read_text(encoding="utf-8"))
+    stored = json.loads((builtin_system.data_dir / "memory" / "notes.json").read_text(encoding="utf-8"))
     contents = {e["content"] for e in stored["entries"]}
     assert contents == {f"proc {n} fact {i}" for n in range(4) for i in range(15)}
     assert sorted(e["id"] for e in stored["entries"]) == list(range(1, 61))

@@ -13,35 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes_builtin.sessions import QueryError, SessionStore, build_match_query, fts5_available
-from hermes_builtin.tools import session_search
-from hermes_core import ToolRegistry, ToolSystem, hookimpl
+from hermes_core import ToolSystem
 
 T0 = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
 
 
-class _Only:
-    def __init__(self, *modules: Any) -> None:
-        self.modules = modules
-
-    @hookimpl
-    def register_tools(self, registry: ToolRegistry) -> None:
-        for module in self.modules:
-            module.register(registry)
-
-
 @pytest.fixture
-def system(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
-    s = ToolSystem.load(
-        plugins_dir=False, load_entry_points=False, plugins=[_Only(session_search)], workspace=tmp_path
-    )
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def store(system: ToolSystem) -> Any:
-    with SessionStore(system.data_dir) as s:
+def store(builtin_system: ToolSystem) -> Any:
+    with SessionStore(builtin_system.data_dir) as s:
         s.record("deploy-1", "user", "How do I rotate the API keys for production?", timestamp=T0)
         s.record(
             "deploy-1",
@@ -54,31 +33,36 @@ def store(system: ToolSystem) -> Any:
         yield s
 
 
-def test_tool_is_visible_when_fts5_exists(system: ToolSystem) -> None:
+def test_tool_is_visible_when_fts5_exists(builtin_system: ToolSystem) -> None:
     assert fts5_available()
-    names = [d["function"]["name"] for d in system.definitions()]
-    assert names == ["session_search"]
+    names = [d["function"]["name"] for d in builtin_system.definitions()]
+    assert "session_search" in names
 
 
-def test_hits_show_session_time_role_and_snippet(system: ToolSystem, store: SessionStore) -> None:
-    out = system.call("session_search", {"query": "rotate keys"})
+def test_hits_show_session_time_role_and_snippet(builtin_system: ToolSystem, store: SessionStore) -> None:
+    out = builtin_system.call("session_search", {"query": "rotate keys"})
     assert out.splitlines() == [
         "1 match(es) for 'rotate keys':",
         "- session deploy-1 · 2023-11-14 22:13 · user: How do I [rotate] the API [keys] for production?",
     ]
 
 
-def test_stemming_phrases_prefixes_or_and_filters(system: ToolSystem, store: SessionStore) -> None:
+def test_stemming_phrases_prefixes_or_and_filters(builtin_system: ToolSystem, store: SessionStore) -> None:
     # porter stemming: "rotation" finds "rotate"
-    assert out_sessions(system.call("session_search", {"query": "rotation"})) == ["deploy-1", "deploy-1"]
-    assert "[API keys]" in system.call("session_search", {"query": '"API keys"'})
-    assert "no past messages" in system.call("session_search", {"query": '"keys API"'}).lower()
-    assert "[sourdough]" in system.call("session_search", {"query": "sourd*"})
-    either = system.call("session_search", {"query": "sourdough OR vault"})
+    assert out_sessions(builtin_system.call("session_search", {"query": "rotation"})) == [
+        "deploy-1",
+        "deploy-1",
+    ]
+    assert "[API keys]" in builtin_system.call("session_search", {"query": '"API keys"'})
+    assert "no past messages" in builtin_system.call("session_search", {"query": '"keys API"'}).lower()
+    assert "[sourdough]" in builtin_system.call("session_search", {"query": "sourd*"})
+    either = builtin_system.call("session_search", {"query": "sourdough OR vault"})
     assert sorted(out_sessions(either)) == ["cooking", "deploy-1"]
-    only = system.call("session_search", {"query": "the", "session_id": "cooking", "role": "assistant"})
+    only = builtin_system.call(
+        "session_search", {"query": "the", "session_id": "cooking", "role": "assistant"}
+    )
     assert out_sessions(only) == ["cooking"] and "starter" in only
-    limited = system.call("session_search", {"query": "the", "limit": 1})
+    limited = builtin_system.call("session_search", {"query": "the", "limit": 1})
     assert limited.startswith("1 match(es)")
 
 
@@ -90,9 +74,9 @@ def out_sessions(text: str) -> list[str]:
     "query", ['"', "NEAR(a b", "AND OR NOT", "col:value", "'; DROP TABLE messages; --", "^x -y +z", "a)(b"]
 )
 def test_fts_syntax_never_leaks_as_an_sqlite_error(
-    system: ToolSystem, store: SessionStore, query: str
+    builtin_system: ToolSystem, store: SessionStore, query: str
 ) -> None:
-    outcome = system.call_outcome("session_search", {"query": query})
+    outcome = builtin_system.call_outcome("session_search", {"query": query})
     if outcome.ok:
         assert "match" in outcome.result.lower()
     else:
@@ -103,9 +87,9 @@ def test_fts_syntax_never_leaks_as_an_sqlite_error(
 
 @pytest.mark.parametrize("query", ["*", '""', "!!! ???", "OR"])
 def test_queries_without_words_are_clear_tool_errors(
-    system: ToolSystem, store: SessionStore, query: str
+    builtin_system: ToolSystem, store: SessionStore, query: str
 ) -> None:
-    outcome = system.call_outcome("session_search", {"query": query})
+    outcome = builtin_system.call_outcome("session_search", {"query": query})
     assert outcome.status == "error"
     assert "the query has no words to search for" in outcome.result
 
@@ -135,7 +119,7 @@ def test_record_validates_its_arguments(tmp_path: Path) -> None:
         assert len(s.search("y*", 1)) == 1
 
 
-def test_concurrent_recorders_in_processes(system: ToolSystem) -> None:
+def test_concurrent_recorders_in_processes(builtin_system: ToolSystem) -> None:
     script = textwrap.dedent(
         """
         import sys
@@ -145,9 +129,12 @@ def test_concurrent_recorders_in_processes(system: ToolSystem) -> None:
                 s.record(f"proc-{sys.argv[2]}", "user", f"message number {i} about zebras")
         """
     )
-    procs = [subprocess.Popen([sys.executable, "-c", script, str(system.data_dir), str(n)]) for n in range(4)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, str(builtin_system.data_dir), str(n)])
+        for n in range(4)
+    ]
     assert [p.wait(timeout=60) for p in procs] == [0, 0, 0, 0]
-    with SessionStore(system.data_dir) as s:
+    with SessionStore(builtin_system.data_dir) as s:
         assert s.count() == 160
-    out = system.call("session_search", {"query": "zebras", "limit": 50})
+    out = builtin_system.call("session_search", {"query": "zebras", "limit": 50})
     assert out.startswith("50 match(es)")

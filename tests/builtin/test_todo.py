@@ -5,82 +5,56 @@ from __future__ import annotations
 import json
 import re
 import threading
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from hermes_builtin.tools import todo
-from hermes_core import ToolRegistry, ToolSystem, hookimpl
+from hermes_core import ToolSystem
 
 
-class _Only:
-    """A plugin registering just the modules under test."""
-
-    def __init__(self, *modules: Any) -> None:
-        self.modules = modules
-
-    @hookimpl
-    def register_tools(self, registry: ToolRegistry) -> None:
-        for module in self.modules:
-            module.register(registry)
-
-
-def _load(tmp_path: Path) -> ToolSystem:
-    return ToolSystem.load(
-        plugins_dir=False, load_entry_points=False, plugins=[_Only(todo)], workspace=tmp_path
-    )
-
-
-@pytest.fixture
-def system(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
-    s = _load(tmp_path)
-    yield s
-    s.close()
-
-
-def test_add_update_list_clear_round_trip(system: ToolSystem) -> None:
-    out = system.call("todo", {"action": "add", "items": ["write the parser", "test it", "ship"]})
+def test_add_update_list_clear_round_trip(builtin_system: ToolSystem) -> None:
+    out = builtin_system.call("todo", {"action": "add", "items": ["write the parser", "test it", "ship"]})
     assert out.splitlines() == [
         "Todo (3 tasks, 0 completed):",
         "[ ] 1. write the parser",
         "[ ] 2. test it",
         "[ ] 3. ship",
     ]
-    system.call("todo", {"action": "update", "id": 1, "status": "completed"})
-    system.call("todo", {"action": "update", "id": 2, "status": "in_progress", "content": "test   it well"})
-    out = system.call("todo", '{"action": "update", "id": 3, "status": "cancelled"}')
+    builtin_system.call("todo", {"action": "update", "id": 1, "status": "completed"})
+    builtin_system.call(
+        "todo", {"action": "update", "id": 2, "status": "in_progress", "content": "test   it well"}
+    )
+    out = builtin_system.call("todo", '{"action": "update", "id": 3, "status": "cancelled"}')
     assert "[x] 1. write the parser" in out
     assert "[>] 2. test it well" in out
     assert "[-] 3. ship" in out
     assert "1 completed" in out
-    out = system.call("todo", {"action": "clear", "done_only": True})
+    out = builtin_system.call("todo", {"action": "clear", "done_only": True})
     assert out.splitlines() == ["Todo (1 tasks, 0 completed):", "[>] 2. test it well"]
-    assert system.call("todo", {"action": "clear"}) == "Todo list is empty."
+    assert builtin_system.call("todo", {"action": "clear"}) == "Todo list is empty."
     # ids keep growing after a clear, so an old id never names a new task
-    assert "[ ] 4. again" in system.call("todo", {"action": "add", "items": ["again"]})
+    assert "[ ] 4. again" in builtin_system.call("todo", {"action": "add", "items": ["again"]})
 
 
-def test_lists_are_per_session_and_persist(system: ToolSystem, tmp_path: Path) -> None:
-    system.call("todo", {"action": "add", "items": ["alpha"]}, session_id="one")
-    system.call("todo", {"action": "add", "items": ["beta"]}, session_id="two")
-    assert "alpha" in system.call("todo", {"action": "list"}, session_id="one")
-    assert "alpha" not in system.call("todo", {"action": "list"}, session_id="two")
-    fresh = _load(tmp_path)
-    try:
-        assert "[ ] 1. beta" in fresh.call("todo", {"action": "list"}, session_id="two")
-    finally:
-        fresh.close()
+def test_lists_are_per_session_and_persist(
+    builtin_system: ToolSystem, make_builtin_system: Callable[..., ToolSystem]
+) -> None:
+    builtin_system.call("todo", {"action": "add", "items": ["alpha"]}, session_id="one")
+    builtin_system.call("todo", {"action": "add", "items": ["beta"]}, session_id="two")
+    assert "alpha" in builtin_system.call("todo", {"action": "list"}, session_id="one")
+    assert "alpha" not in builtin_system.call("todo", {"action": "list"}, session_id="two")
+    fresh = make_builtin_system()
+    assert "[ ] 1. beta" in fresh.call("todo", {"action": "list"}, session_id="two")
 
 
-def test_hostile_session_id_stays_inside_the_data_dir(system: ToolSystem) -> None:
-    system.call("todo", {"action": "add", "items": ["x"]}, session_id="../../etc/passwd")
-    files = list((system.data_dir / "todo").iterdir())
+def test_hostile_session_id_stays_inside_the_data_dir(builtin_system: ToolSystem) -> None:
+    builtin_system.call("todo", {"action": "add", "items": ["x"]}, session_id="../../etc/passwd")
+    files = list((builtin_system.data_dir / "todo").iterdir())
     assert len([f for f in files if f.suffix == ".json"]) == 1
-    assert all(f.parent == system.data_dir / "todo" for f in files)
+    assert all(f.parent == builtin_system.data_dir / "todo" for f in files)
     # a session id differing only in unsafe characters gets its own list
-    assert "empty" in system.call("todo", {"action": "list"}, session_id="..__..__etc_passwd")
+    assert "empty" in builtin_system.call("todo", {"action": "list"}, session_id="..__..__etc_passwd")
 
 
 @pytest.mark.parametrize(
@@ -93,9 +67,9 @@ def test_hostile_session_id_stays_inside_the_data_dir(system: ToolSystem) -> Non
         ({"action": "add", "items": ["   "]}, "needs some text"),
     ],
 )
-def test_bad_requests_get_clear_errors(system: ToolSystem, args: dict[str, Any], needle: str) -> None:
-    system.call("todo", {"action": "add", "items": ["one"]})
-    outcome = system.call_outcome("todo", args)
+def test_bad_requests_get_clear_errors(builtin_system: ToolSystem, args: dict[str, Any], needle: str) -> None:
+    builtin_system.call("todo", {"action": "add", "items": ["one"]})
+    outcome = builtin_system.call_outcome("todo", args)
     assert outcome.status == "error"
     assert needle in outcome.result
 
@@ -111,39 +85,41 @@ def test_bad_requests_get_clear_errors(system: ToolSystem, args: dict[str, Any],
         '{"action": ',
     ],
 )
-def test_schema_rejects_broken_arguments(system: ToolSystem, raw: str) -> None:
-    outcome = system.call_outcome("todo", raw)
+def test_schema_rejects_broken_arguments(builtin_system: ToolSystem, raw: str) -> None:
+    outcome = builtin_system.call_outcome("todo", raw)
     assert outcome.status == "error"
     assert outcome.error_kind == "invalid_arguments"
-    assert not (system.data_dir / "todo").exists() or not any((system.data_dir / "todo").glob("*.json"))
+    assert not (builtin_system.data_dir / "todo").exists() or not any(
+        (builtin_system.data_dir / "todo").glob("*.json")
+    )
 
 
-def test_too_many_items_is_refused_and_nothing_is_added(system: ToolSystem) -> None:
-    system.call("todo", {"action": "add", "items": [f"t{i}" for i in range(90)]})
-    outcome = system.call_outcome("todo", {"action": "add", "items": [f"u{i}" for i in range(20)]})
+def test_too_many_items_is_refused_and_nothing_is_added(builtin_system: ToolSystem) -> None:
+    builtin_system.call("todo", {"action": "add", "items": [f"t{i}" for i in range(90)]})
+    outcome = builtin_system.call_outcome("todo", {"action": "add", "items": [f"u{i}" for i in range(20)]})
     assert outcome.status == "error" and "more than 100 tasks" in outcome.result
-    assert "(90 tasks" in system.call("todo", {"action": "list"})
+    assert "(90 tasks" in builtin_system.call("todo", {"action": "list"})
 
 
-def test_corrupt_file_is_reported_and_left_alone(system: ToolSystem) -> None:
-    path = system.data_dir / "todo" / "default.json"
+def test_corrupt_file_is_reported_and_left_alone(builtin_system: ToolSystem) -> None:
+    path = builtin_system.data_dir / "todo" / "default.json"
     path.parent.mkdir(parents=True)
     path.write_text("{broken", encoding="utf-8")
-    outcome = system.call_outcome("todo", {"action": "add", "items": ["x"]})
+    outcome = builtin_system.call_outcome("todo", {"action": "add", "items": ["x"]})
     assert outcome.status == "error" and "corrupt" in outcome.result
     assert path.read_text(encoding="utf-8") == "{broken"
 
 
-def test_failed_write_keeps_the_old_file(system: ToolSystem, monkeypatch: pytest.MonkeyPatch) -> None:
-    system.call("todo", {"action": "add", "items": ["keep me"]})
-    path = system.data_dir / "todo" / "default.json"
+def test_failed_write_keeps_the_old_file(builtin_system: ToolSystem, monkeypatch: pytest.MonkeyPatch) -> None:
+    builtin_system.call("todo", {"action": "add", "items": ["keep me"]})
+    path = builtin_system.data_dir / "todo" / "default.json"
     before = path.read_bytes()
 
     def broken_replace(src: str, dst: str) -> None:
         raise OSError("disk full")
 
     monkeypatch.setattr("os.replace", broken_replace)
-    outcome = system.call_outcome("todo", {"action": "add", "items": ["lost"]})
+    outcome = builtin_system.call_outcome("todo", {"action": "add", "items": ["lost"]})
     monkeypatch.undo()
     assert outcome.status == "error"
     assert path.read_bytes() == before
@@ -151,17 +127,17 @@ def test_failed_write_keeps_the_old_file(system: ToolSystem, monkeypatch: pytest
     assert json.loads(before)["items"][0]["content"] == "keep me"
 
 
-def test_concurrent_writers_lose_nothing(system: ToolSystem) -> None:
+def test_concurrent_writers_lose_nothing(builtin_system: ToolSystem) -> None:
     def worker(n: int) -> None:
         for i in range(10):
-            system.call("todo", {"action": "add", "items": [f"w{n}-{i}"]})
+            builtin_system.call("todo", {"action": "add", "items": [f"w{n}-{i}"]})
 
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(5)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    out = system.call("todo", {"action": "list"})
+    out = builtin_system.call("todo", {"action": "list"})
     assert out.startswith("Todo (50 tasks")
     ids = [int(re.search(r"\] (\d+)\. ", line).group(1)) for line in out.splitlines()[1:]]  # type: ignore[union-attr]
     assert sorted(ids) == list(range(1, 51))
