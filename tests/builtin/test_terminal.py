@@ -6,50 +6,24 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hermes_builtin.tools import terminal
-from hermes_core import ToolRegistry, ToolSystem, hookimpl
+from hermes_core import ToolSystem
+
+MakeSystem = Callable[..., ToolSystem]
+
+# every test runs with a fake HOME whose dotfiles are guarded
+pytestmark = pytest.mark.usefixtures("fake_home")
 
 
-class _Only:
-    """A plugin registering just the modules under test."""
-
-    def __init__(self, *modules: Any) -> None:
-        self.modules = modules
-
-    @hookimpl
-    def register_tools(self, registry: ToolRegistry) -> None:
-        for module in self.modules:
-            module.register(registry)
-
-
-def _load(ws: Path, settings: dict[str, Any] | None = None) -> ToolSystem:
-    config = {"plugins": {"terminal": settings}} if settings else None
-    return ToolSystem.load(
-        plugins_dir=False, load_entry_points=False, plugins=[_Only(terminal)], workspace=ws, config=config
-    )
-
-
-@pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("HOME", str(tmp_path / "user"))  # a fake home: its dotfiles are guarded
-    (tmp_path / "user").mkdir()
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
-def system(ws: Path) -> Iterator[ToolSystem]:
-    s = _load(ws)
-    yield s
-    s.close()
+def _settings(**settings: Any) -> dict[str, Any]:
+    """A config giving the terminal tools ``settings``."""
+    return {"plugins": {"terminal": settings}}
 
 
 def _running(pid: int) -> bool:
@@ -85,111 +59,127 @@ def _wait_gone(pids: list[int], seconds: float = 3.0) -> bool:
     return False
 
 
-def test_runs_in_the_workspace_with_exit_code_and_stderr(system: ToolSystem, ws: Path) -> None:
-    out = system.call("terminal", {"command": "pwd; echo oops >&2; exit 3"})
+def _pid_from(path: Path, seconds: float = 5.0) -> int:
+    """The pid a background shell writes to ``path``, once its whole line is there (the file exists, empty,
+    for a moment before ``echo`` writes)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        text = path.read_text() if path.exists() else ""
+        if text.endswith("\n"):
+            return int(text)
+        time.sleep(0.02)
+    raise AssertionError(f"{path.name} was not written within {seconds}s")
+
+
+def test_runs_in_the_workspace_with_exit_code_and_stderr(builtin_system: ToolSystem, workspace: Path) -> None:
+    out = builtin_system.call("terminal", {"command": "pwd; echo oops >&2; exit 3"})
     lines = out.splitlines()
-    assert lines[0] == str(ws.resolve())
+    assert lines[0] == str(workspace.resolve())
     assert lines[1] == "oops"
     assert lines[2].startswith("[exit code 3; ")
-    (ws / "sub").mkdir()
-    assert system.call("terminal", {"command": "pwd", "cwd": "sub"}).splitlines()[0] == str(
-        (ws / "sub").resolve()
+    (workspace / "sub").mkdir()
+    assert builtin_system.call("terminal", {"command": "pwd", "cwd": "sub"}).splitlines()[0] == str(
+        (workspace / "sub").resolve()
     )
-    outcome = system.call_outcome("terminal", {"command": "pwd", "cwd": "missing"})
+    outcome = builtin_system.call_outcome("terminal", {"command": "pwd", "cwd": "missing"})
     assert outcome.status == "error" and "not an existing directory" in outcome.result
 
 
-def test_stdin_is_closed_and_empty_commands_are_refused(system: ToolSystem) -> None:
-    out = system.call("terminal", {"command": "read line; echo got=$?", "timeout": 5})
+def test_stdin_is_closed_and_empty_commands_are_refused(builtin_system: ToolSystem) -> None:
+    out = builtin_system.call("terminal", {"command": "read line; echo got=$?", "timeout": 5})
     assert out.startswith("got=1")
-    assert system.call_outcome("terminal", {"command": "   "}).status == "error"
-    outcome = system.call_outcome("terminal", {"command": "echo " + "x" * 200_000})
+    assert builtin_system.call_outcome("terminal", {"command": "   "}).status == "error"
+    outcome = builtin_system.call_outcome("terminal", {"command": "echo " + "x" * 200_000})
     assert outcome.status == "error" and "script file" in outcome.result
 
 
 def test_secrets_are_removed_from_the_environment(
-    system: ToolSystem, monkeypatch: pytest.MonkeyPatch
+    builtin_system: ToolSystem, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MY_SERVICE_API_KEY", "sk-should-not-leak-1")
     monkeypatch.setenv("OPENAI_ORG", "org-should-not-leak-2")
     monkeypatch.setenv("DB_PASSWORD", "pw-should-not-leak-3")
     monkeypatch.setenv("PLAIN_SETTING", "visible-value")
-    out = system.call("terminal", {"command": "env", "env": {"EXTRA_FLAG": "on"}})
+    out = builtin_system.call("terminal", {"command": "env", "env": {"EXTRA_FLAG": "on"}})
     assert "should-not-leak" not in out
     assert "PLAIN_SETTING=visible-value" in out
     assert "EXTRA_FLAG=on" in out
     assert "GIT_TERMINAL_PROMPT=0" in out
 
 
-def test_timeout_kills_the_whole_process_group(system: ToolSystem, ws: Path) -> None:
+def test_timeout_kills_the_whole_process_group(builtin_system: ToolSystem, workspace: Path) -> None:
     start = time.monotonic()
-    out = system.call("terminal", {"command": "sleep 30 & echo $! > child.pid; sleep 30", "timeout": 1})
+    out = builtin_system.call(
+        "terminal", {"command": "sleep 30 & echo $! > child.pid; sleep 30", "timeout": 1}
+    )
     assert time.monotonic() - start < 6
     assert "timed out after 1s: the command and its children were terminated (SIGTERM)" in out
-    child = int((ws / "child.pid").read_text())
+    child = int((workspace / "child.pid").read_text())
     assert _wait_gone([child])
 
 
-def test_a_process_ignoring_sigterm_is_killed(system: ToolSystem) -> None:
+def test_a_process_ignoring_sigterm_is_killed(builtin_system: ToolSystem) -> None:
     start = time.monotonic()
-    out = system.call("terminal", {"command": "trap '' TERM; sleep 30", "timeout": 1})
+    out = builtin_system.call("terminal", {"command": "trap '' TERM; sleep 30", "timeout": 1})
     assert "timed out after 1s: the command and its children were killed (SIGTERM, then SIGKILL)" in out
     assert time.monotonic() - start < 8
 
 
-def test_children_left_behind_by_a_foreground_command_are_killed(system: ToolSystem, ws: Path) -> None:
-    out = system.call("terminal", {"command": "sleep 30 & echo $! > child.pid; echo started"})
+def test_children_left_behind_by_a_foreground_command_are_killed(
+    builtin_system: ToolSystem, workspace: Path
+) -> None:
+    out = builtin_system.call("terminal", {"command": "sleep 30 & echo $! > child.pid; echo started"})
     assert out.startswith("started")
     assert "background children left by the command were killed" in out
-    assert _wait_gone([int((ws / "child.pid").read_text())])
+    assert _wait_gone([int((workspace / "child.pid").read_text())])
 
 
-def test_output_floods_are_capped_head_and_tail(ws: Path) -> None:
-    s = _load(ws, {"max_output_chars": 10_000})
-    try:
-        start = time.monotonic()
-        out = s.call("terminal", {"command": "echo FIRST; yes line | head -c 50000000; echo; echo LAST"})
-        assert time.monotonic() - start < 10
-        assert out.startswith("FIRST\n")
-        assert "LAST\n[exit code 0" in out
-        assert "bytes of output omitted" in out
-        assert len(out) < 12_000
-        out = s.call("terminal", {"command": "yes", "timeout": 1})
-        assert "timed out" in out and len(out) < 12_000
-    finally:
-        s.close()
+def test_output_floods_are_capped_head_and_tail(make_builtin_system: MakeSystem) -> None:
+    s = make_builtin_system(config=_settings(max_output_chars=10_000))
+    start = time.monotonic()
+    out = s.call("terminal", {"command": "echo FIRST; yes line | head -c 50000000; echo; echo LAST"})
+    assert time.monotonic() - start < 10
+    assert out.startswith("FIRST\n")
+    assert "LAST\n[exit code 0" in out
+    assert "bytes of output omitted" in out
+    assert len(out) < 12_000
+    out = s.call("terminal", {"command": "yes", "timeout": 1})
+    assert "timed out" in out and len(out) < 12_000
 
 
-def test_fork_loops_are_killed_on_timeout(system: ToolSystem, ws: Path) -> None:
-    out = system.call(
+def test_fork_loops_are_killed_on_timeout(builtin_system: ToolSystem, workspace: Path) -> None:
+    out = builtin_system.call(
         "terminal", {"command": "echo $$ > group.pid; while true; do sleep 60 & done", "timeout": 1}
     )
     assert "timed out" in out
-    pgid = int((ws / "group.pid").read_text())
+    pgid = int((workspace / "group.pid").read_text())
     deadline = time.monotonic() + 5
     while _group_members(pgid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _group_members(pgid) == []
 
 
-def test_unbounded_allocation_hits_the_memory_limit(ws: Path) -> None:
-    s = _load(ws, {"max_memory_mb": 256})
-    try:
-        code = "x = []\nwhile True: x.append(bytearray(16 * 1024 * 1024))"
-        out = s.call("terminal", {"command": f"{sys.executable} -c '{code}'", "timeout": 30})
-        assert "MemoryError" in out
-        assert "[exit code 1;" in out
-    finally:
-        s.close()
+def test_unbounded_allocation_hits_the_memory_limit(make_builtin_system: MakeSystem) -> None:
+    s = make_builtin_system(config=_settings(max_memory_mb=256))
+    code = "x = []\nwhile True: x.append(bytearray(16 * 1024 * 1024))"
+    out = s.call("terminal", {"command": f"{sys.executable} -c '{code}'", "timeout": 30})
+    assert "MemoryError" in out
+    assert "[exit code 1;" in out
 
 
-def test_dangerous_commands_are_denied_without_an_approver(system: ToolSystem, ws: Path) -> None:
-    outcome = system.call_outcome("terminal", {"command": "mkfs.ext4 /dev/hermes-test-no-such-device"})
+def test_dangerous_commands_are_denied_without_an_approver(
+    builtin_system: ToolSystem, workspace: Path
+) -> None:
+    outcome = builtin_system.call_outcome(
+        "terminal", {"command": "mkfs.ext4 /dev/hermes-test-no-such-device"}
+    )
     assert outcome.status == "denied"
 
 
-def test_redirects_into_guarded_files_are_denied(system: ToolSystem, ws: Path, tmp_path: Path) -> None:
-    target = tmp_path / "user" / ".bashrc"
+def test_redirects_into_guarded_files_are_denied(
+    builtin_system: ToolSystem, workspace: Path, fake_home: Path
+) -> None:
+    target = fake_home / ".bashrc"
     commands = (
         "echo pwned > ~/.bashrc",
         'echo pwned | tee -a "$HOME/.bashrc"',
@@ -197,12 +187,14 @@ def test_redirects_into_guarded_files_are_denied(system: ToolSystem, ws: Path, t
         "cd ..; echo x > user/.bashrc",
     )
     for command in commands:
-        outcome = system.call_outcome("terminal", {"command": command})
+        outcome = builtin_system.call_outcome("terminal", {"command": command})
         assert outcome.status == "denied", command
         assert not target.exists()
-    outcome = system.call_outcome("terminal", {"command": "echo fine > inside.txt 2>/dev/null", "cwd": "."})
+    outcome = builtin_system.call_outcome(
+        "terminal", {"command": "echo fine > inside.txt 2>/dev/null", "cwd": "."}
+    )
     assert outcome.status == "ok"
-    assert (ws / "inside.txt").read_text() == "fine\n"
+    assert (workspace / "inside.txt").read_text() == "fine\n"
 
 
 def test_write_targets_extraction() -> None:
@@ -221,84 +213,86 @@ def test_write_targets_extraction() -> None:
     )
 
 
-def test_writes_after_an_unfollowable_cd_need_approval(system: ToolSystem, ws: Path) -> None:
-    outcome = system.call_outcome("terminal", {"command": 'cd "$(mktemp -d)"; echo x > out.txt'})
+def test_writes_after_an_unfollowable_cd_need_approval(builtin_system: ToolSystem, workspace: Path) -> None:
+    outcome = builtin_system.call_outcome("terminal", {"command": 'cd "$(mktemp -d)"; echo x > out.txt'})
     assert outcome.status == "denied"
     assert (
-        system.call_outcome("terminal", {"command": "echo x > $NO_SUCH_VAR_HERMES/out.txt"}).status
+        builtin_system.call_outcome("terminal", {"command": "echo x > $NO_SUCH_VAR_HERMES/out.txt"}).status
         == "denied"
     )
-    outcome = system.call_outcome("terminal", {"command": "mkdir -p sub && cd sub && echo ok > out.txt"})
+    outcome = builtin_system.call_outcome(
+        "terminal", {"command": "mkdir -p sub && cd sub && echo ok > out.txt"}
+    )
     assert outcome.status == "ok"
-    assert (ws / "sub" / "out.txt").read_text() == "ok\n"
+    assert (workspace / "sub" / "out.txt").read_text() == "ok\n"
 
 
-def test_background_process_lifecycle(system: ToolSystem, ws: Path) -> None:
-    out = system.call("terminal", {"command": "echo start; sleep 0.3; echo done; exit 4", "background": True})
+def test_background_process_lifecycle(builtin_system: ToolSystem, workspace: Path) -> None:
+    out = builtin_system.call(
+        "terminal", {"command": "echo start; sleep 0.3; echo done; exit 4", "background": True}
+    )
     assert out.startswith("started in the background: process_id=")
     pid_key = out.split("process_id=")[1].split(" ")[0]
-    waited = system.call("process", {"action": "wait", "process_id": pid_key, "timeout": 10})
+    waited = builtin_system.call("process", {"action": "wait", "process_id": pid_key, "timeout": 10})
     status = json.loads(waited.splitlines()[0])
     assert status["status"] == "exited" and status["exit_code"] == 4
     assert waited.splitlines()[-2:] == ["start", "done"]
-    listing = json.loads(system.call("process", {"action": "list"}))
+    listing = json.loads(builtin_system.call("process", {"action": "list"}))
     assert [p["id"] for p in listing] == [pid_key]
-    log = system.call("process", {"action": "log", "process_id": pid_key, "offset": 2, "limit": 1})
+    log = builtin_system.call("process", {"action": "log", "process_id": pid_key, "offset": 2, "limit": 1})
     assert log.splitlines() == [f"[{pid_key} exited; output lines 2-2 of 2]", "done"]
-    assert system.call_outcome("process", {"action": "poll", "process_id": "proc_nope"}).status == "error"
-    assert "process_id is required" in system.call("process", {"action": "log"})
+    assert (
+        builtin_system.call_outcome("process", {"action": "poll", "process_id": "proc_nope"}).status
+        == "error"
+    )
+    assert "process_id is required" in builtin_system.call("process", {"action": "log"})
 
 
-def test_background_kill_ends_children_too(system: ToolSystem, ws: Path) -> None:
-    out = system.call("terminal", {"command": "sleep 60 & echo $! > bg.pid; sleep 60", "background": True})
+def test_background_kill_ends_children_too(builtin_system: ToolSystem, workspace: Path) -> None:
+    out = builtin_system.call(
+        "terminal", {"command": "sleep 60 & echo $! > bg.pid; sleep 60", "background": True}
+    )
     pid_key = out.split("process_id=")[1].split(" ")[0]
-    deadline = time.monotonic() + 5
-    while not (ws / "bg.pid").exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    child = int((ws / "bg.pid").read_text())
-    polled = json.loads(system.call("process", {"action": "poll", "process_id": pid_key}).splitlines()[0])
+    child = _pid_from(workspace / "bg.pid")
+    polled = json.loads(
+        builtin_system.call("process", {"action": "poll", "process_id": pid_key}).splitlines()[0]
+    )
     assert polled["status"] == "running"
-    killed = json.loads(system.call("process", {"action": "kill", "process_id": pid_key}))
+    killed = json.loads(builtin_system.call("process", {"action": "kill", "process_id": pid_key}))
     assert killed["status"] == "killed" and killed["kill"].startswith("terminated")
     assert _wait_gone([child])
 
 
-def test_closing_the_system_kills_background_processes(ws: Path) -> None:
-    s = _load(ws)
+def test_closing_the_system_kills_background_processes(
+    make_builtin_system: MakeSystem, workspace: Path
+) -> None:
+    s = make_builtin_system()
     s.call("terminal", {"command": "sleep 60 & echo $! > bg.pid; wait", "background": True})
-    deadline = time.monotonic() + 5
-    while not (ws / "bg.pid").exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    child = int((ws / "bg.pid").read_text())
+    child = _pid_from(workspace / "bg.pid")
     assert _running(child)
     s.close()
     assert _wait_gone([child])
 
 
-def test_background_output_is_capped_on_disk(ws: Path) -> None:
-    s = _load(ws, {"max_log_bytes": 200_000})
-    try:
-        out = s.call(
-            "terminal", {"command": "yes flood | head -c 5000000; echo; echo END", "background": True}
-        )
-        pid_key = out.split("process_id=")[1].split(" ")[0]
-        waited = s.call("process", {"action": "wait", "process_id": pid_key, "timeout": 20})
-        assert waited.splitlines()[-1] == "END"
-        assert "older bytes were discarded" in waited
-        spool = Path(os.environ["HERMES_HOME"]) / "data" / "processes"
-        assert sum(p.stat().st_size for p in spool.iterdir()) < 400_000
-    finally:
-        s.close()
+def test_background_output_is_capped_on_disk(make_builtin_system: MakeSystem) -> None:
+    s = make_builtin_system(config=_settings(max_log_bytes=200_000))
+    out = s.call("terminal", {"command": "yes flood | head -c 5000000; echo; echo END", "background": True})
+    pid_key = out.split("process_id=")[1].split(" ")[0]
+    waited = s.call("process", {"action": "wait", "process_id": pid_key, "timeout": 20})
+    assert waited.splitlines()[-1] == "END"
+    assert "older bytes were discarded" in waited
+    spool = Path(os.environ["HERMES_HOME"]) / "data" / "processes"
+    assert sum(p.stat().st_size for p in spool.iterdir()) < 400_000
 
 
 def test_terminal_is_hidden_without_bash(
-    system: ToolSystem, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    builtin_system: ToolSystem, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    names = {d["function"]["name"] for d in system.definitions()}
+    names = {d["function"]["name"] for d in builtin_system.definitions()}
     assert {"terminal", "process"} <= names
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
-    system.invalidate_checks()
-    names = {d["function"]["name"] for d in system.definitions()}
+    builtin_system.invalidate_checks()
+    names = {d["function"]["name"] for d in builtin_system.definitions()}
     assert "terminal" not in names and "process" not in names
