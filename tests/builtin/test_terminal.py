@@ -147,9 +147,16 @@ def test_output_floods_are_capped_head_and_tail(make_builtin_system: MakeSystem)
     assert "timed out" in out and len(out) < 12_000
 
 
-def test_fork_loops_are_killed_on_timeout(builtin_system: ToolSystem, workspace: Path) -> None:
+def test_fork_loops_are_refused_and_spawned_children_are_killed_on_timeout(
+    builtin_system: ToolSystem, workspace: Path
+) -> None:
+    endless = builtin_system.call_outcome(
+        "terminal", {"command": "while true; do sleep 60 & done", "timeout": 1}
+    )
+    assert endless.status == "denied" and "fork_bomb" in endless.result  # never even started
     out = builtin_system.call(
-        "terminal", {"command": "echo $$ > group.pid; while true; do sleep 60 & done", "timeout": 1}
+        "terminal",
+        {"command": "echo $$ > group.pid; for i in $(seq 300); do sleep 60 & done; sleep 60", "timeout": 1},
     )
     assert "timed out" in out
     pgid = int((workspace / "group.pid").read_text())
