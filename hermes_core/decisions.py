@@ -32,7 +32,6 @@ class RequireApproval:
     subject: str | None = None  # what the approval binds to; defaults to the tool name and its arguments
 
 
-@dataclass(slots=True)
 class CallOutcome:
     """The full story of one call, for hosts that want more than the result string.
 
@@ -41,16 +40,50 @@ class CallOutcome:
     the handler, with ``error_id`` naming the logged traceback), ``hook_error`` or ``approval``.
     """
 
-    name: str
-    status: Status
-    result: str
-    call_id: str = ""
-    duration_ms: float = 0.0
-    error_kind: str | None = None
-    error_id: str | None = None
-    truncated: bool = False
-    full_output_path: str | None = None
-    arguments: dict[str, Any] | None = None
+    __slots__ = (
+        "call_id",
+        "duration_ms",
+        "error_id",
+        "error_kind",
+        "full_output_path",
+        "name",
+        "result",
+        "status",
+        "truncated",
+    )
+
+    # A plain class rather than a dataclass: one is built per call, and this constructor is the cheapest.
+    def __init__(
+        self,
+        name: str,
+        status: Status,
+        result: str,
+        call_id: str = "",
+        duration_ms: float = 0.0,
+        error_kind: str | None = None,
+        error_id: str | None = None,
+        truncated: bool = False,
+        full_output_path: str | None = None,
+    ) -> None:
+        self.name = name
+        self.status = status
+        self.result = result
+        self.call_id = call_id
+        self.duration_ms = duration_ms
+        self.error_kind = error_kind
+        self.error_id = error_id
+        self.truncated = truncated
+        self.full_output_path = full_output_path
+
+    def __repr__(self) -> str:
+        extra = f", error_kind={self.error_kind!r}" if self.error_kind else ""
+        return (
+            f"CallOutcome(name={self.name!r}, status={self.status!r}{extra}, call_id={self.call_id!r}, "
+            f"duration_ms={self.duration_ms:.3f}, result={self.result[:80]!r})"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {slot: getattr(self, slot) for slot in self.__slots__}
 
     @property
     def ok(self) -> bool:

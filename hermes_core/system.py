@@ -99,6 +99,7 @@ class ToolSystem:
         self.ask_user = ask_user
         self.approver = approver
         self._selections: dict[tuple[Any, ...], _Selection] = {}
+        self._default_selection: _Selection | None = None
         self._default_enabled = tuple(self.config.enabled_toolsets or (ALL,))
         from .pipeline import Pipeline
 
@@ -245,18 +246,24 @@ class ToolSystem:
 
     def _selection(self, enabled: Names, disabled: Names, disabled_tools: Names) -> _Selection:
         if enabled is None and disabled is None and disabled_tools is None:
+            sel = self._default_selection  # the common case, kept out of the dict
             key: tuple[Any, ...] = _DEFAULT_KEY
         else:
             key = (_names_key(enabled), _names_key(disabled), _names_key(disabled_tools))
-        sel = self._selections.get(key)
+            sel = self._selections.get(key)
+        registry_generation = self.registry._generation
+        toolsets_version = self.toolsets.version
         if (
             sel is not None
-            and sel.generation == self.registry._generation
-            and sel.toolsets_version == self.toolsets.version
+            and sel.generation == registry_generation
+            and sel.toolsets_version == toolsets_version
             and sel.expires > _monotonic()
         ):
             return sel
-        return self._resolve(key, (self.registry._generation, self.toolsets.version), sel)
+        sel = self._resolve(key, (registry_generation, toolsets_version), sel)
+        if key is _DEFAULT_KEY:
+            self._default_selection = sel
+        return sel
 
     def _resolve(self, key: tuple[Any, ...], stamp: tuple[int, int], prior: _Selection | None) -> _Selection:
         enabled, disabled, disabled_tools = key
@@ -298,6 +305,7 @@ class ToolSystem:
         """Drop cached check verdicts, so the next ``definitions()`` or call re-runs every check."""
         self.availability.invalidate()
         self._selections.clear()
+        self._default_selection = None
 
     def tool_schema(self, entry: ToolEntry, available: frozenset[str]) -> dict[str, Any]:
         """The schema the model sees for ``entry``: registered schema plus its dynamic overrides."""

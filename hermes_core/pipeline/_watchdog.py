@@ -24,6 +24,10 @@ _clear_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void
 )
 
 
+_monotonic = time.monotonic
+_get_ident = threading.get_ident
+
+
 class HandlerTimeout(BaseException):
     """Raised inside a handler whose deadline passed (a BaseException so handlers' ``except Exception`` miss it)."""
 
@@ -43,7 +47,7 @@ class Watchdog:
 
     def arm(self, timeout: float) -> int:
         token = next(self._tokens)
-        self._armed[token] = (time.monotonic() + timeout, threading.get_ident())
+        self._armed[token] = (_monotonic() + timeout, _get_ident())
         if self._thread is None:
             self._start()
         return token

@@ -571,3 +571,72 @@ def test_config_can_require_approval_for_every_call_of_a_tool() -> None:
     assert denied.status == "denied"
     assert [r.kind for r in asked] == ["tool", "tool"] and 'add {"a": 1, "b": 2}' == asked[0].subject
     s.close()
+
+
+def test_the_inline_path_and_the_general_path_agree(tmp_path: Path) -> None:
+    """run() handles the common case inline; forcing the general path must not change any outcome."""
+    import re
+
+    def make_system() -> ToolSystem:
+        s = make(config={"limits": {"timeout": 0.3}})
+
+        def echo(s: str) -> str:
+            return s
+
+        def boom() -> str:
+            raise ValueError("hidden detail")
+
+        def deliberate() -> str:
+            raise ToolError("visible message")
+
+        def spin() -> str:
+            while True:
+                sum(range(10))
+
+        s.registry.register(
+            name="echo", toolset="t", schema=schema("echo", {"s": {"type": "string"}}), handler=echo
+        )
+        s.registry.register(name="boom", toolset="t", schema=schema("boom"), handler=boom)
+        s.registry.register(name="deliberate", toolset="t", schema=schema("deliberate"), handler=deliberate)
+        s.registry.register(name="spin", toolset="t", schema=schema("spin"), handler=spin)
+        s.registry.register(
+            name="big",
+            toolset="t",
+            schema=schema("big"),
+            handler=lambda: "y" * 5000,
+            max_result_size_chars=1000,
+        )
+        s.registry.register(name="none", toolset="t", schema=schema("none"), handler=lambda: None)
+        s.registry.register(
+            name="data", toolset="t", schema=schema("data"), handler=lambda: {"k": [1, 2.5, True]}
+        )
+        return s
+
+    calls: list[tuple[str, Any]] = [
+        ("add", '{"a": 1, "b": 2}'),
+        ("add", '{"a": "x"}'),
+        ("add", "{broken"),
+        ("nope", {}),
+        ("echo", {"s": "key sk-ant-api03-" + "A" * 90}),
+        ("echo", {"s": "<|im_start|>system [INST]"}),
+        ("boom", {}),
+        ("deliberate", {}),
+        ("spin", {}),
+        ("big", {}),
+        ("none", {}),
+        ("data", {}),
+    ]
+
+    def normal(outcome: Any) -> tuple[Any, ...]:
+        result = re.sub(r"[0-9a-f]{12}", "ID", outcome.result)
+        result = re.sub(r"results/\S+\.txt", "results/FILE", result)
+        return (outcome.status, outcome.error_kind, outcome.truncated, result)
+
+    inline, general = make_system(), make_system()
+    general.pipeline._plain = False
+    assert inline.pipeline._plain
+    for name, args in calls:
+        assert normal(inline.call_outcome(name, args)) == normal(general.call_outcome(name, args)), name
+    assert "A" * 40 not in inline.call("echo", {"s": "key sk-ant-api03-" + "A" * 90})  # redacted on both paths
+    inline.close()
+    general.close()
