@@ -1,9 +1,9 @@
-"""One persistent background event loop that runs every async handler of a tool system.
+"""An event loop on a daemon thread of its own, for work that must keep running between calls.
 
-Sync callers hand a coroutine over and block on a lock until it finishes; there is no loop per call and
-no ``asyncio.run``. Because every async handler runs on this one loop, async clients that handlers cache
-(an ``httpx.AsyncClient``, a database pool) stay valid across calls. A sync call made from inside this
-loop itself (an async handler calling ``system.call``) is served by a second loop, so it cannot deadlock.
+The MCP client keeps its server sessions here (they read and answer messages all the time). Callers hand a
+coroutine over and block until it finishes. Tool handlers use ``SharedLoop`` instead, which avoids the two
+thread wake-ups per call. A sync call made from inside this loop's own thread is served by a second loop,
+so it cannot deadlock.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import concurrent.futures as cf
 
     from ..system import Names, ToolSystem
-    from ._bridge import LoopBridge
+    from ._shared_loop import SharedLoop
 
 __all__ = ["Pipeline"]
 
@@ -119,7 +119,7 @@ class Pipeline:
 
     def __init__(self, system: ToolSystem) -> None:
         self.system = system
-        self._bridge: LoopBridge | None = None
+        self._bridge: SharedLoop | None = None
         self.watchdog = Watchdog()
         self.closers: list[Callable[[], Any]] = []
         self._pre: tuple[_Impl, ...] = ()
@@ -161,13 +161,13 @@ class Pipeline:
         self._plain = not (self._pre or self._post or self._transform or self.trace)
 
     @property
-    def bridge(self) -> LoopBridge:
-        """The system's persistent event loop for async handlers, started on first use."""
+    def bridge(self) -> SharedLoop:
+        """The system's one event loop for async handlers (see ``_shared_loop``), made on first use."""
         bridge = self._bridge
         if bridge is None:
-            from ._bridge import LoopBridge
+            from ._shared_loop import SharedLoop
 
-            bridge = self._bridge = LoopBridge()
+            bridge = self._bridge = SharedLoop()
         return bridge
 
     @property
@@ -605,8 +605,10 @@ class Pipeline:
                     value = await loop.run_in_executor(self._executor(), self._run_sync, entry, call_args, rt)
                 elif self.bridge.in_loop_thread():
                     value = await _timed(entry.handler(**call_args), rt.timeout)
-                else:
-                    value = await self.bridge.wrap(entry.handler(**call_args), rt.timeout)
+                else:  # on the system's loop, driven from a worker thread so the caller's loop runs on
+                    loop = asyncio.get_running_loop()
+                    coro = entry.handler(**call_args)
+                    value = await loop.run_in_executor(self._executor(), self.bridge.run, coro, rt.timeout)
             except (Exception, HandlerTimeout) as err:
                 return self._finish(
                     self._handler_failed(name, err, rt, call_id), entry, args, ctx, rt, started

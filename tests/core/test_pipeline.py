@@ -637,6 +637,42 @@ def test_the_inline_path_and_the_general_path_agree(tmp_path: Path) -> None:
     assert inline.pipeline._plain
     for name, args in calls:
         assert normal(inline.call_outcome(name, args)) == normal(general.call_outcome(name, args)), name
-    assert "A" * 40 not in inline.call("echo", {"s": "key sk-ant-api03-" + "A" * 90})  # redacted on both paths
+    assert "A" * 40 not in inline.call(
+        "echo", {"s": "key sk-ant-api03-" + "A" * 90}
+    )  # redacted on both paths
     inline.close()
     general.close()
+
+
+def test_async_calls_from_several_threads_run_concurrently_on_the_one_loop() -> None:
+    """The loop is run by whichever caller gets it first; the others hand over and still run concurrently."""
+    s = make()
+    arrived: list[int] = []
+    loops: set[int] = set()
+
+    async def meet(i: int) -> str:
+        arrived.append(i)
+        loops.add(id(asyncio.get_running_loop()))
+        for _ in range(500):  # wait (up to 5 s) until all four are in flight at once
+            if len(arrived) == 4:
+                return f"met {i}"
+            await asyncio.sleep(0.01)
+        return f"alone {i}"
+
+    s.registry.register(
+        name="meet", toolset="t", schema=schema("meet", {"i": {"type": "integer"}}), handler=meet
+    )
+    results: dict[int, str] = {}
+
+    def caller(i: int) -> None:
+        time.sleep(0.02 * i)  # arrive one after another, while the first caller is running the loop
+        results[i] = s.call("meet", {"i": i})
+
+    threads = [threading.Thread(target=caller, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {i: f"met {i}" for i in range(4)}
+    assert loops == {id(s.pipeline.bridge.loop)}
+    s.close()
