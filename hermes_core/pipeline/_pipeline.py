@@ -12,6 +12,7 @@ import difflib
 import itertools
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -58,6 +59,8 @@ class _Runtime:
         )
         timeout = overrides.get("timeout", entry.timeout if entry.timeout is not None else cfg.timeout)
         self.timeout: float | None = float(timeout) if timeout else None
+        if self.timeout is not None:
+            pipeline.watchdog.start()  # the inline path of run() arms deadlines without starting it
         self.config_stamp = pipeline.config_stamp
         # eligible for the inline path of Pipeline.run: a sync handler without a context parameter
         self.plain = not entry.is_async and not self.wants_context and entry.name not in pipeline._always_ask
@@ -102,12 +105,9 @@ def _new_id() -> str:
 
 _CALL_PREFIX = uuid.uuid4().hex[:6] + "-"
 _perf_counter = time.perf_counter
-_call_numbers = itertools.count(1)
-
-
-def _new_call_id() -> str:
-    """Unique within the process and unlikely to repeat across processes; cheaper than a uuid per call."""
-    return _CALL_PREFIX + str(next(_call_numbers))
+_monotonic = time.monotonic
+_get_ident = threading.get_ident
+_call_numbers = itertools.count(1)  # call ids: _CALL_PREFIX + a number, unique in the process
 
 
 def _error_text(message: str, **extra: Any) -> str:
@@ -132,6 +132,8 @@ class Pipeline:
         self.trace = trace_enabled()
         self._entries = system.registry._entries  # the registry's dict itself (mutated in place), for run()
         self._select = system._selection
+        self._armed = self.watchdog.armed
+        self._tokens = self.watchdog.tokens
         self._plain = not self.trace  # no hooks and no tracing: calls may take the inline path of run()
         self.config_stamp = 0
         tools = system.config.approvals.get("tools", ())
@@ -392,8 +394,9 @@ class Pipeline:
                     if isinstance(new, str):
                         text = new
             outcome.result = text
-        redact = self._redact or self._load_redactor()
-        text = neutralise_markup(redact(outcome.result))
+        text = (self._redact or self._load_redactor())(outcome.result)
+        if "<" in text or "[" in text:
+            text = neutralise_markup(text)
         limit = rt.limit if rt is not None else self.system.config.max_result_chars
         if len(text) > limit:
             text, saved = limit_result(text, limit, self.system.results_dir, outcome.call_id, name)
@@ -445,10 +448,9 @@ class Pipeline:
     ]:
         """Stages before dispatch: an early outcome (refused, invalid, blocked, denied) or what dispatch needs,
         and the call id."""
-        system = self.system
-        call_id = call_id or _new_call_id()
-        available = system._selection(enabled, disabled, None).available
-        entry = system.registry.get(name) if type(name) is str else None
+        call_id = call_id or _CALL_PREFIX + str(next(_call_numbers))
+        available = self._select(enabled, disabled, None).available
+        entry = self._entries.get(name) if type(name) is str else None
         ctx = None
         if self._hooks_want_context:  # hooks see the context of every call, failed ones too
             ctx = self._context(call_id, session_id, name, available)
@@ -516,13 +518,14 @@ class Pipeline:
                     try:
                         if rt.timeout is None:
                             value = entry.handler(**args)
-                        else:
-                            watchdog = self.watchdog
-                            token = watchdog.arm(rt.timeout)
+                        else:  # Watchdog.arm/disarm, inlined
+                            armed = self._armed
+                            token = next(self._tokens)
+                            armed[token] = (_monotonic() + rt.timeout, _get_ident())
                             try:
                                 value = entry.handler(**args)
                             finally:
-                                if watchdog.disarm(token):
+                                if armed.pop(token, None) is None and self.watchdog.fired(token):
                                     raise HandlerTimeout
                     except (Exception, HandlerTimeout) as err:
                         failed = self._handler_failed(name, err, rt, call_id)
@@ -629,12 +632,13 @@ class Pipeline:
         """Call a sync handler on this thread, interrupted by the watchdog when its timeout passes."""
         if rt.timeout is None:
             return entry.handler(**args)
-        watchdog = self.watchdog
-        token = watchdog.arm(rt.timeout)
+        armed = self._armed  # Watchdog.arm/disarm, inlined (this is on every call's path)
+        token = next(self._tokens)
+        armed[token] = (_monotonic() + rt.timeout, _get_ident())
         try:
             return entry.handler(**args)
         finally:
-            if watchdog.disarm(token):
+            if armed.pop(token, None) is None and self.watchdog.fired(token):
                 raise HandlerTimeout
 
     def _executor(self) -> cf.ThreadPoolExecutor:

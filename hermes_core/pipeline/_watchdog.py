@@ -37,10 +37,12 @@ class Watchdog:
 
     def __init__(self, resolution: float = 0.05) -> None:
         self._armed: dict[int, tuple[float, int]] = {}  # token -> (deadline, thread ident)
+        self.armed = self._armed
         self._fired: set[int] = set()
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._tokens = itertools.count(1)
+        self.tokens = self._tokens
         self._thread: threading.Thread | None = None
         self._resolution = resolution
         self._stopped = False
@@ -49,13 +51,21 @@ class Watchdog:
         token = next(self._tokens)
         self._armed[token] = (_monotonic() + timeout, _get_ident())
         if self._thread is None:
-            self._start()
+            self.start()
         return token
 
     def disarm(self, token: int) -> bool:
         """Disarm; True when the deadline had already fired (any pending exception is cleared)."""
         if self._armed.pop(token, None) is not None:
             return False
+        return self.fired(token)
+
+    def fired(self, token: int) -> bool:
+        """After a token was found no longer armed: did it fire? Clears the pending exception if so.
+
+        ``arm``/``disarm`` inlined by a hot caller: ``token = next(w.tokens)``, ``w.armed[token] = (deadline,
+        thread ident)`` (after ``w.start()`` once), then ``w.armed.pop(token, None) is None and w.fired(token)``.
+        """
         with self._lock:
             if token in self._fired:
                 self._fired.discard(token)
@@ -63,7 +73,10 @@ class Watchdog:
                 return True
         return False
 
-    def _start(self) -> None:
+    def start(self) -> None:
+        """Start the watchdog thread (``arm`` does it on first use)."""
+        if self._thread is not None:
+            return
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="hermes-watchdog", daemon=True)
