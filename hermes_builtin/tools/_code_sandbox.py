@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._procs import HeadTail, _drain, _group_alive, kill_group
+from ._procs import HeadTail, _drain, _group_alive, group_size, kill_group
 
 __all__ = [
     "BOOTSTRAP",
@@ -176,28 +176,6 @@ def rlimits(limits: Limits) -> dict[str, int]:
     return out
 
 
-def group_size(pgid: int) -> int:
-    """Processes (zombies excepted) whose process group is ``pgid``, read from /proc."""
-    count = 0
-    key = str(pgid).encode()
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return 0
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 2 and fields[2] == key and fields[0] not in (b"Z", b"X"):
-            count += 1
-    return count
-
-
 def _pidfd(pid: int) -> int | None:
     """A descriptor that becomes readable when ``pid`` exits (Linux 5.3+), so waiting wakes at once."""
     opener = getattr(os, "pidfd_open", None)
@@ -269,7 +247,7 @@ def run_script(
                 break
             if _wait_exit(proc, pidfd, min(_POLL, remaining)):
                 break
-            if limits.max_processes and group_size(proc.pid) > limits.max_processes:
+            if limits.max_processes and (group_size(proc.pid) or 0) > limits.max_processes:
                 too_many = True
                 kill_note = kill_group(proc.pid, proc, grace=0.2)
                 break

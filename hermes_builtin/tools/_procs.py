@@ -159,12 +159,14 @@ def _drain(stream: IO[bytes], sink: HeadTail) -> None:
         return
 
 
-def _live_members(pgid: int) -> bool | None:
-    """Whether the group has a member that is not a zombie, from /proc (None when /proc is unavailable)."""
+def group_size(pgid: int) -> int | None:
+    """Processes (zombies excepted) whose process group is ``pgid``, from /proc; None when /proc is unavailable."""
     try:
         names = os.listdir("/proc")
     except OSError:
         return None
+    key = str(pgid).encode()
+    count = 0
     for name in names:
         if not name.isdigit():
             continue
@@ -174,9 +176,15 @@ def _live_members(pgid: int) -> bool | None:
         except OSError:
             continue
         fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
+        if len(fields) > 2 and fields[2] == key and fields[0] not in (b"Z", b"X"):
+            count += 1
+    return count
+
+
+def _live_members(pgid: int) -> bool | None:
+    """Whether the group has a member that is not a zombie (None when /proc is unavailable)."""
+    size = group_size(pgid)
+    return None if size is None else size > 0
 
 
 def _group_alive(pgid: int) -> bool:
