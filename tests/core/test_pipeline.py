@@ -569,7 +569,7 @@ def test_config_can_require_approval_for_every_call_of_a_tool() -> None:
     assert s.call("add", {"a": 1, "b": 2}) == "3"
     denied = s.call_outcome("add", {"a": 1, "b": 1})
     assert denied.status == "denied"
-    assert [r.kind for r in asked] == ["tool", "tool"] and 'add {"a": 1, "b": 2}' == asked[0].subject
+    assert [r.kind for r in asked] == ["tool", "tool"] and asked[0].subject == 'add {"a": 1, "b": 2}'
     s.close()
 
 
