@@ -45,7 +45,7 @@ _TRANSFORM_ARGS = (*_PRE_ARGS, "result")
 class _Runtime:
     """What the pipeline compiles once per tool: argument processor, context opt-in, limits."""
 
-    __slots__ = ("config_stamp", "limit", "plain", "process", "timeout", "wants_context")
+    __slots__ = ("limit", "plain", "process", "timeout", "wants_context")
 
     def __init__(self, entry: ToolEntry, pipeline: Pipeline) -> None:
         from ..schema import compile_arguments
@@ -61,7 +61,6 @@ class _Runtime:
         self.timeout: float | None = float(timeout) if timeout else None
         if self.timeout is not None:
             pipeline.watchdog.start()  # the inline path of run() arms deadlines without starting it
-        self.config_stamp = pipeline.config_stamp
         # eligible for the inline path of Pipeline.run: a sync handler without a context parameter
         self.plain = not entry.is_async and not self.wants_context and entry.name not in pipeline._always_ask
 
@@ -135,7 +134,6 @@ class Pipeline:
         self._armed = self.watchdog.armed
         self._tokens = self.watchdog.tokens
         self._plain = not self.trace  # no hooks and no tracing: calls may take the inline path of run()
-        self.config_stamp = 0
         tools = system.config.approvals.get("tools", ())
         # [approvals] tools: these tools need a human's approval for every call
         self._always_ask = frozenset([tools] if isinstance(tools, str) else tools)
@@ -191,18 +189,10 @@ class Pipeline:
         self.guard.request_approval(kind, subject, reason, context)
 
     def _load_redactor(self) -> Callable[[str], str]:
-        from ..security import redact
+        from ..security import redact  # the security layer loads with the first result it must sanitise
 
         self._redact = redact
         return redact
-
-    def redact(self, text: str) -> str:
-        redact = self._redact
-        if redact is None:
-            from ..security import redact as redact_fn
-
-            redact = self._redact = redact_fn
-        return redact(text)
 
     def _runtime(self, entry: ToolEntry) -> _Runtime:
         rt = entry._runtime = _Runtime(entry, self)
@@ -460,7 +450,7 @@ class Pipeline:
             return out, entry, None, {}, ctx, call_id
         rt = entry._runtime
         try:
-            if rt is None or rt.config_stamp != self.config_stamp:
+            if rt is None:  # compiled on first call; a replaced tool is a new entry
                 rt = self._runtime(entry)
             args = rt.process(raw)
         except ToolArgumentError as err:
@@ -506,12 +496,7 @@ class Pipeline:
             try:
                 entry = self._entries.get(name)
                 rt = entry._runtime if entry is not None else None
-                if (
-                    rt is not None
-                    and rt.plain
-                    and rt.config_stamp == self.config_stamp
-                    and name in self._select(enabled, disabled, None).available
-                ):
+                if rt is not None and rt.plain and name in self._select(enabled, disabled, None).available:
                     assert entry is not None
                     args = rt.process(raw)  # invalid arguments raise: the general path reports them
                     call_id = call_id or _CALL_PREFIX + str(next(_call_numbers))
