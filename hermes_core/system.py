@@ -16,7 +16,7 @@ from .config import Config, load_config
 from .context import AskUser, CallContext
 from .decisions import CallOutcome
 from .plugins import PluginHost, PluginRecord
-from .registry import Provenance, ToolEntry, ToolRegistry, provenance
+from .registry import ToolEntry, ToolRegistry
 from .schema import SchemaChecker, render
 from .toolsets import ALL, Toolsets
 
@@ -207,21 +207,15 @@ class ToolSystem:
     # -- plugins -----------------------------------------------------------------------------------------
 
     def register_plugin(self, plugin: object, name: str | None = None) -> PluginRecord:
-        """Add a plugin (module or object with ``@hookimpl`` functions) to a loaded system."""
+        """Add a plugin (module or object with ``@hookimpl`` functions) to a loaded system.
+
+        Its tools and toolsets are registered as at load time: a ``register_tools`` that raises leaves nothing
+        behind and is recorded on the returned record (raised in strict mode).
+        """
         record = self.host.add_plugin(plugin, name)
         if record.status == "loaded":
-            hooks = self.host.pm.hook
-            for impl in hooks.register_tools.get_hookimpls():
-                if impl.plugin is plugin:
-                    origin = Provenance(record.name, record.distribution, record.version, record.source)
-                    with provenance(origin):
-                        impl.function(**{a: self.registry for a in impl.argnames})
-                    record.tools = [e.name for e in self.registry.entries() if e.plugin == record.name]
-            for impl in hooks.register_toolsets.get_hookimpls():
-                if impl.plugin is plugin:
-                    specs = impl.function()
-                    if isinstance(specs, Mapping) and specs:
-                        self.toolsets.define_many(specs, record.name)
+            self.host.run_register_tools(only=plugin)
+            self.host.run_register_toolsets(self.toolsets.define_many, only=plugin)
         self.pipeline.refresh_hooks()
         return record
 

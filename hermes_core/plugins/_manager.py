@@ -245,9 +245,12 @@ class PluginHost:
         name = self.pm.get_name(plugin)
         return self.records.get(name) if name else None
 
-    def run_register_tools(self) -> None:
-        """Call every ``register_tools`` impl; a failing plugin's tools are removed and it is unregistered."""
+    def run_register_tools(self, only: object = None) -> None:
+        """Call every ``register_tools`` impl (or only ``only``'s); a failing plugin's tools are removed and
+        it is unregistered."""
         for impl in reversed(self.pm.hook.register_tools.get_hookimpls()):
+            if only is not None and impl.plugin is not only:
+                continue
             record = self._record_for(impl.plugin)
             if record is None or record.status != "loaded":
                 continue
@@ -267,12 +270,16 @@ class PluginHost:
             if trace_enabled():
                 trace(f"register_tools {record.name} args={{'registry': ...}} -> registered {record.tools}")
 
-    def run_register_toolsets(self, define_many: Callable[[dict[str, Any], str], None]) -> None:
+    def run_register_toolsets(
+        self, define_many: Callable[[dict[str, Any], str], None], only: object = None
+    ) -> None:
         """Collect composite toolsets from every plugin; ``define_many(specs, plugin)`` validates and stores.
 
         A bad definition is recorded on the plugin (its tools stay registered); strict mode raises.
         """
         for impl in reversed(self.pm.hook.register_toolsets.get_hookimpls()):
+            if only is not None and impl.plugin is not only:
+                continue
             record = self._record_for(impl.plugin)
             if record is None or record.status != "loaded":
                 continue

@@ -290,3 +290,46 @@ def test_trace_covers_load_time_hooks(
     err = capsys.readouterr().err
     assert "[hermes trace] register_tools dropin:hooked" in err and "registered ['t']" in err
     assert "[hermes trace] register_toolsets dropin:hooked" in err and "'bundle'" in err
+
+
+def test_plugins_added_and_removed_at_run_time() -> None:
+    from hermes_core import Block, hookimpl
+
+    class Adder:
+        @hookimpl
+        def register_tools(self, registry):
+            registry.register(
+                name="add1",
+                toolset="late",
+                handler=lambda n: n + 1,
+                schema={
+                    "name": "add1",
+                    "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}},
+                },
+            )
+
+        @hookimpl
+        def register_toolsets(self):
+            return {"late-set": {"includes": ["late"]}}
+
+        @hookimpl
+        def pre_tool_call(self, arguments):
+            return Block("no negatives") if arguments.get("n", 0) < 0 else None
+
+    class Broken:
+        @hookimpl
+        def register_tools(self, registry):
+            registry.register(name="half", toolset="broken", handler=print, schema={"name": "half"})
+            raise RuntimeError("failed half-way")
+
+    system = ToolSystem.load(plugins_dir=False, load_entry_points=False)
+    record = system.register_plugin(Adder(), name="adder")
+    assert record.status == "loaded" and record.tools == ["add1"]
+    assert system.call("add1", {"n": 1}, enabled=["late-set"]) == "2"
+    assert system.call_outcome("add1", {"n": -1}).status == "blocked"
+    broken = system.register_plugin(Broken(), name="broken")
+    assert broken.status == "failed" and "failed half-way" in (broken.error or "")
+    assert "half" not in system.registry
+    system.unregister_plugin("adder")
+    assert "add1" not in system.registry
+    assert system.call_outcome("add1", {"n": 1}).error_kind == "unknown_tool"
