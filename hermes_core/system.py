@@ -220,13 +220,14 @@ class ToolSystem:
         return record
 
     def unregister_plugin(self, name: str) -> None:
-        """Remove a plugin's hooks and its tools."""
+        """Remove a plugin's hooks, its tools and its toolsets."""
         plugin = self.host.pm.get_plugin(name)
         if plugin is not None:
             self.host.pm.unregister(plugin)
         for entry in self.registry.entries():
             if entry.plugin == name:
                 self.registry.deregister(entry.name)
+        self.toolsets.remove_plugin(name)
         self.pipeline.refresh_hooks()
 
     def plugin_records(self) -> list[PluginRecord]:

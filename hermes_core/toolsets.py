@@ -145,6 +145,13 @@ class Toolsets:
 
     # -- queries -----------------------------------------------------------------------------------------
 
+    def remove_plugin(self, plugin: str) -> None:
+        """Forget the composites a plugin defined (when it is unregistered)."""
+        with self._lock:
+            for name in [n for n, c in self._composites.items() if c.plugin == plugin]:
+                del self._composites[name]
+            self.version += 1
+
     def composites(self) -> dict[str, CompositeToolset]:
         return dict(self._composites)
 
@@ -155,7 +162,9 @@ class Toolsets:
         """The tool names a toolset (or ``all``, or a single tool name) stands for."""
         return self._expand(name, self._registry.toolsets(), set())
 
-    def _expand(self, name: str, atomic: Mapping[str, list[str]], seen: set[str]) -> set[str]:
+    def _expand(
+        self, name: str, atomic: Mapping[str, list[str]], seen: set[str], top: bool = True
+    ) -> set[str]:
         if name == ALL:
             return set(self._registry.names())
         if name in seen:
@@ -166,11 +175,11 @@ class Toolsets:
         if comp is not None:
             out.update(comp.tools)
             for inc in comp.includes:
-                out |= self._expand(inc, atomic, seen)
+                out |= self._expand(inc, atomic, seen, top=False)
         elif name not in atomic:
             if name in self._registry:
                 out.add(name)
-            elif not name.startswith("mcp-"):
+            elif top and not name.startswith("mcp-"):  # an include whose tools have all gone is just empty
                 raise UnknownToolsetError(f"unknown toolset or tool {name!r}{self._suggest(name, atomic)}")
         return out
 

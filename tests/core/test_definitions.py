@@ -238,3 +238,10 @@ def test_plugins_define_toolsets_and_config_adds_custom_ones() -> None:
     )
     assert names(s.definitions(enabled=["mine"])) == ["x"]
     assert any("nope" in e for e in s.toolset_errors)
+
+
+def test_an_include_whose_tools_all_left_is_empty_not_an_error() -> None:
+    s = system_with(("fetch", "web"), ("read", "file"))
+    s.toolsets.define("research", {"includes": ["web", "file"]})
+    s.registry.deregister_toolset("web")  # e.g. its plugin was removed
+    assert names(s.definitions(enabled=["research"])) == ["read"]

@@ -331,5 +331,5 @@ def test_plugins_added_and_removed_at_run_time() -> None:
     assert broken.status == "failed" and "failed half-way" in (broken.error or "")
     assert "half" not in system.registry
     system.unregister_plugin("adder")
-    assert "add1" not in system.registry
+    assert "add1" not in system.registry and "late-set" not in system.toolsets.names()
     assert system.call_outcome("add1", {"n": 1}).error_kind == "unknown_tool"
