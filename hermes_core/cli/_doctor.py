@@ -383,6 +383,46 @@ def _toolset_problems(system: ToolSystem) -> list[Problem]:
     return out
 
 
+def _mcp_problems(system: ToolSystem) -> list[Problem]:
+    """Configured MCP servers that failed, are still connecting, or whose tools could not be registered."""
+    out = []
+    for name, info in system.mcp_status().items():
+        where = f"mcp:{name}"
+        log_hint = f"; its log is {info['log']}" if info.get("log") else ""
+        state = info.get("state")
+        if state == "failed":
+            out.append(
+                Problem(
+                    "error",
+                    where,
+                    "mcp",
+                    f"MCP server {name!r} failed: {info.get('error') or 'unknown error'}",
+                    f"check command/args/url in [mcp.servers.{name}]{log_hint}",
+                )
+            )
+        elif state == "connecting":
+            out.append(
+                Problem(
+                    "warning",
+                    where,
+                    "mcp",
+                    f"MCP server {name!r} is still connecting",
+                    f"run the doctor again, or raise [mcp.servers.{name}] timeout{log_hint}",
+                )
+            )
+        for tool, reason in (info.get("skipped") or {}).items():
+            out.append(
+                Problem(
+                    "warning",
+                    where,
+                    "mcp",
+                    f"tool {tool!r} of MCP server {name!r} was not registered: {reason}",
+                    "rename the clashing tool, or leave it out of the server",
+                )
+            )
+    return out
+
+
 def run_doctor(system: ToolSystem, *, timeout: float = 30.0) -> DoctorReport:
     """Check every plugin the system saw and return the plugins with their problems."""
     from .. import __version__
@@ -438,6 +478,7 @@ def run_doctor(system: ToolSystem, *, timeout: float = 30.0) -> DoctorReport:
     report.problems.extend(_check_problems(system))
     report.problems.extend(_toolset_problems(system))
     report.problems.extend(_disabled_problems(system))
+    report.problems.extend(_mcp_problems(system))
     for row in report.plugins:
         row["problems"] = sum(1 for p in report.problems if p.plugin == row["name"] and p.severity != "info")
     return report

@@ -37,3 +37,17 @@ def test_the_cli_waits_for_mcp_tools(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["--config", str(config), "call", "add", '{"a": 1, "b": 2}'])
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == "3"
+
+
+def test_the_doctor_reports_a_failing_mcp_server(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f"[mcp.servers.demo]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(SERVER)}]\n"
+        '[mcp.servers.broken]\ncommand = "/nonexistent/mcp-server"\n'
+    )
+    result = CliRunner().invoke(cli, ["--config", str(config), "plugins", "doctor", "--json"])
+    report = json.loads(result.stdout)
+    assert result.exit_code == 1 and report["ok"] is False
+    mcp = [p for p in report["problems"] if p["check"] == "mcp"]
+    assert [p["plugin"] for p in mcp] == ["mcp:broken"]
+    assert mcp[0]["severity"] == "error" and "[mcp.servers.broken]" in mcp[0]["fix"]
