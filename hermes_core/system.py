@@ -13,7 +13,7 @@ from typing import Any, Literal
 from . import paths
 from ._availability import Availability
 from .config import Config, load_config
-from .context import AskUser, CallContext
+from .context import AskUser
 from .decisions import CallOutcome
 from .plugins import PluginHost, PluginRecord
 from .registry import ToolEntry, ToolRegistry
@@ -163,7 +163,7 @@ class ToolSystem:
         host.run_register_tools()
         host.run_register_toolsets(system.toolsets.define_many)
         for name, spec in cfg.custom_toolsets.items():
-            system._define_toolset(name, spec, "config")
+            system._define_config_toolset(name, spec)
         if system._schema_checker is not None:
             system._schema_checker.flush()
         system.pipeline.refresh_hooks()
@@ -171,14 +171,13 @@ class ToolSystem:
             system._start_mcp()
         return system
 
-    def _define_toolset(self, name: str, spec: Any, plugin: str) -> None:
+    def _define_config_toolset(self, name: str, spec: Any) -> None:
+        """A ``[toolsets.custom]`` entry; a bad one is recorded (the doctor shows it), not fatal."""
         from .toolsets import ToolsetError
 
         try:
-            self.toolsets.define(name, spec, plugin)
+            self.toolsets.define(name, spec, "config")
         except ToolsetError as err:
-            if plugin != "config":
-                raise
             self.toolset_errors.append(str(err))
             log.error("config: %s", err)
 
@@ -351,19 +350,6 @@ class ToolSystem:
         return dict(self._selection(enabled, disabled, disabled_tools).hidden)
 
     # -- calls -------------------------------------------------------------------------------------------
-
-    def new_context(
-        self, *, session_id: str | None = None, call_id: str = "", tool_name: str = ""
-    ) -> CallContext:
-        return CallContext(
-            call_id=call_id,
-            session_id=session_id or self.session_id,
-            workspace=self.workspace,
-            tool_name=tool_name,
-            system=self,
-            ask_user=self.ask_user,
-            guard=self.pipeline,
-        )
 
     def call(
         self,

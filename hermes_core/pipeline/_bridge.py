@@ -81,11 +81,6 @@ class LoopBridge:
         task: asyncio.Future[T] = box[0]
         return task.result()
 
-    def wrap(self, coro: Coroutine[Any, Any, T], timeout: float | None) -> asyncio.Future[T]:
-        """Schedule ``coro`` on the background loop; return a future awaitable from the caller's loop."""
-        fut = asyncio.run_coroutine_threadsafe(_with_timeout(coro, timeout), self.loop)
-        return asyncio.wrap_future(fut)
-
     def close(self) -> None:
         """Cancel what still runs, stop the loop and join its thread."""
         if self._nested is not None:

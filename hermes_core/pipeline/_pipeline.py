@@ -592,7 +592,9 @@ class Pipeline:
                     loop = asyncio.get_running_loop()
                     value = await loop.run_in_executor(self._executor(), self._run_sync, entry, call_args, rt)
                 elif self.bridge.in_loop_thread():
-                    value = await _timed(entry.handler(**call_args), rt.timeout)
+                    from ._bridge import _with_timeout
+
+                    value = await _with_timeout(entry.handler(**call_args), rt.timeout)
                 else:  # on the system's loop, driven from a worker thread so the caller's loop runs on
                     loop = asyncio.get_running_loop()
                     coro = entry.handler(**call_args)
@@ -709,12 +711,3 @@ def _render(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return str(value)
-
-
-async def _timed(coro: Any, timeout: float | None) -> Any:
-    import asyncio
-
-    if timeout is None:
-        return await coro
-    async with asyncio.timeout(timeout):
-        return await coro
