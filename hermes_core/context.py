@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .errors import ToolError
 
@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 __all__ = ["ApprovalDenied", "CallContext", "Guard"]
 
 AskUser = Callable[[str, Sequence[str] | None], str]
+T = TypeVar("T")
+_unbound_stash: Any = None  # the stash of contexts made without a system (tests, scripts)
 
 
 class ApprovalDenied(ToolError):
@@ -112,6 +114,17 @@ class CallContext:
         from . import paths
 
         return paths.data_dir()
+
+    def stash(self, key: str, factory: Callable[[], T], cleanup: Callable[[T], Any] | None = None) -> T:
+        """Per-system state (see ``ToolSystem.stash``); without a system, one process-wide stash."""
+        if self.system is not None:
+            return self.system.stash(key, factory, cleanup)
+        global _unbound_stash
+        if _unbound_stash is None:
+            from .stash import Stash
+
+            _unbound_stash = Stash()
+        return _unbound_stash.get(key, factory, cleanup)  # type: ignore[no-any-return]
 
     def plugin_config(self, name: str) -> dict[str, Any]:
         """The ``[plugins.<name>]`` section of the configuration (secrets resolved)."""

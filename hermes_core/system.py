@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from . import paths
 from ._availability import Availability
@@ -18,6 +18,7 @@ from .decisions import CallOutcome
 from .plugins import PluginHost, PluginRecord
 from .registry import ToolEntry, ToolRegistry
 from .schema import SchemaChecker, render
+from .stash import Stash
 from .toolsets import ALL, Toolsets
 
 __all__ = ["ToolSystem"]
@@ -25,6 +26,7 @@ __all__ = ["ToolSystem"]
 log = logging.getLogger("hermes")
 
 Names = Sequence[str] | str | None
+T = TypeVar("T")
 ToolCallSpec = tuple[str, Any] | Mapping[str, Any]
 
 
@@ -104,6 +106,8 @@ class ToolSystem:
         from .pipeline import Pipeline
 
         self.pipeline = Pipeline(self)
+        self._stash = Stash()
+        self.pipeline.closers.append(self._stash.close)  # first in, so closed last of the closers
         self._closed = False
         self._mcp_started = False
 
@@ -429,6 +433,18 @@ class ToolSystem:
         return self.pipeline.run_many(list(calls), enabled, disabled, session_id)
 
     # -- lifecycle ---------------------------------------------------------------------------------------
+
+    def stash(self, key: str, factory: Callable[[], T], cleanup: Callable[[T], Any] | None = None) -> T:
+        """Per-system state for plugins: the value under ``key``, made by ``factory()`` on first use.
+
+        It is cleaned up when the system closes (``cleanup(value)``, else the value's own ``close()``). Use a key
+        that names your plugin (``"weather.client"``) so plugins never collide.
+        """
+        return self._stash.get(key, factory, cleanup)
+
+    def unstash(self, key: str) -> Any:
+        """Drop ``key`` from the stash now, running its cleanup; the next ``stash(key, ...)`` makes a new one."""
+        return self._stash.pop(key)
 
     def on_close(self, callback: Callable[[], Any]) -> None:
         """Run ``callback`` when the system closes (tools use it to stop background work)."""
