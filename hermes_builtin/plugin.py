@@ -23,6 +23,10 @@ TOOL_MODULES: tuple[str, ...] = (
     "image_generation",
     "video_generation",
     "text_to_speech",
+    "send_message",
+    "discord_tools",
+    "homeassistant",
+    "feishu",
 )
 
 

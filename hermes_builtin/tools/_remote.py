@@ -16,17 +16,27 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 from urllib.parse import quote, urlsplit
 
-from hermes_core import CallContext, ToolError, __version__
+from hermes_core import ToolError, __version__
 
 if TYPE_CHECKING:
     import httpx
 
+T = TypeVar("T")
+
+
+class Owner(Protocol):
+    """What the HTTP helpers need from a call context or a tool system: its per-system stash."""
+
+    def stash(self, key: str, factory: Callable[[], T], cleanup: Callable[[T], Any] | None = None) -> T: ...
+
+
 __all__ = [
     "HTTP_STASH_KEY",
     "MAX_RETRY_WAIT",
+    "Owner",
     "Service",
     "download",
     "field",
@@ -89,7 +99,7 @@ def _new_client() -> httpx.Client:
     )
 
 
-def http_client(context: CallContext) -> httpx.Client:
+def http_client(context: Owner) -> httpx.Client:
     """The system's shared HTTP client (made on first use, closed with the system)."""
     return context.stash(HTTP_STASH_KEY, _new_client)
 
@@ -179,7 +189,7 @@ class Service:
 
     def send(
         self,
-        context: CallContext,
+        context: Owner,
         method: str,
         path: str,
         *,
@@ -205,7 +215,7 @@ class Service:
             except (httpx.HTTPError, httpx.InvalidURL) as err:
                 reason = self.scrub(_one_line(f"{type(err).__name__}: {err}"))
                 raise ToolError(f"cannot reach {self.name} while {what} ({reason})") from None
-            log.debug("%s %s: %s %s -> %d", self.name, what, method, urlsplit(path).path[-60:], response.status_code)
+            log.debug("%s, %s: HTTP %d", self.name, what, response.status_code)
             if response.status_code != 429:
                 return response
             wait = retry_after(response)
@@ -251,7 +261,9 @@ class Service:
         if code == 404:
             raise ToolError(f"{self.name}: not found while {what} (HTTP 404{said})")
         if code >= 500:
-            raise ToolError(f"{self.name} had a server error while {what} (HTTP {code}{said}); try again later")
+            raise ToolError(
+                f"{self.name} had a server error while {what} (HTTP {code}{said}); try again later"
+            )
         raise ToolError(f"{self.name} refused {what} (HTTP {code}{said})")
 
     def parse(self, response: httpx.Response, what: str) -> Any:
@@ -265,7 +277,7 @@ class Service:
                 f"{response.status_code})"
             ) from None
 
-    def call(self, context: CallContext, method: str, path: str, *, what: str, **kwargs: Any) -> Any:
+    def call(self, context: Owner, method: str, path: str, *, what: str, **kwargs: Any) -> Any:
         """Send, raise for error statuses, and return the parsed JSON body (None for an empty 204)."""
         response = self.send(context, method, path, what=what, **kwargs)
         if response.status_code >= 400:
@@ -276,7 +288,7 @@ class Service:
 
 
 def download(
-    context: CallContext,
+    context: Owner,
     url: str,
     *,
     what: str,

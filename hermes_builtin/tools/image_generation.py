@@ -52,7 +52,12 @@ SCHEMA: dict[str, Any] = {
         "properties": {
             "prompt": {"type": "string", "minLength": 1, "maxLength": 4000, "description": "What to draw."},
             "aspect_ratio": {"type": "string", "enum": list(SHAPES), "description": "Default square."},
-            "count": {"type": "integer", "minimum": 1, "maximum": 4, "description": "Images to make (default 1)."},
+            "count": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 4,
+                "description": "Images to make (default 1).",
+            },
         },
         "required": ["prompt"],
         "additionalProperties": False,
@@ -64,7 +69,10 @@ def check(system: ToolSystem) -> tuple[bool, str]:
     cfg = section(system, SECTION)
     provider = as_text(cfg, "provider", "openai")
     if provider not in PROVIDERS:
-        return False, f"[plugins.images] provider {provider!r} is not supported; use one of {', '.join(PROVIDERS)}"
+        return (
+            False,
+            f"[plugins.images] provider {provider!r} is not supported; use one of {', '.join(PROVIDERS)}",
+        )
     if as_text(cfg, "api_key") is None:
         return False, f"no image provider API key: {ENABLE}"
     return True, ""
@@ -122,7 +130,13 @@ def _fetch(context: CallContext, url: str, who: str, max_bytes: int) -> bytes:
 
 
 def _openai(
-    context: CallContext, api: Service, cfg: dict[str, Any], prompt: str, shape: str, count: int, max_bytes: int
+    context: CallContext,
+    api: Service,
+    cfg: dict[str, Any],
+    prompt: str,
+    shape: str,
+    count: int,
+    max_bytes: int,
 ) -> tuple[list[bytes], list[str]]:
     model = as_text(cfg, "model", PROVIDERS["openai"][1]) or PROVIDERS["openai"][1]
     body: dict[str, Any] = {"model": model, "prompt": prompt}
@@ -157,7 +171,13 @@ def _openai(
 
 
 def _fal(
-    context: CallContext, api: Service, cfg: dict[str, Any], prompt: str, shape: str, count: int, max_bytes: int
+    context: CallContext,
+    api: Service,
+    cfg: dict[str, Any],
+    prompt: str,
+    shape: str,
+    count: int,
+    max_bytes: int,
 ) -> list[bytes]:
     model = as_text(cfg, "model", PROVIDERS["fal"][1]) or PROVIDERS["fal"][1]
     reply = api.call(

@@ -34,7 +34,13 @@ TOOLSET = "media"
 SECTION = "tts"
 MAX_CHARS = 4096  # the OpenAI speech endpoint's input limit; espeak gets the same bound
 FORMATS = ("mp3", "wav", "opus", "aac", "flac")
-_MIME = {"mp3": "audio/mpeg", "wav": "audio/wav", "opus": "audio/ogg", "aac": "audio/aac", "flac": "audio/flac"}
+_MIME = {
+    "mp3": "audio/mpeg",
+    "wav": "audio/wav",
+    "opus": "audio/ogg",
+    "aac": "audio/aac",
+    "flac": "audio/flac",
+}
 _EXT = {"opus": "ogg"}
 _VOICE = re.compile(r"^[A-Za-z][A-Za-z0-9_+-]{0,63}$")
 ENABLE = (
@@ -52,7 +58,10 @@ SCHEMA: dict[str, Any] = {
         "type": "object",
         "properties": {
             "text": {"type": "string", "minLength": 1, "maxLength": MAX_CHARS, "description": "What to say."},
-            "voice": {"type": "string", "description": "Voice name (provider-specific; default from config)."},
+            "voice": {
+                "type": "string",
+                "description": "Voice name (provider-specific; default from config).",
+            },
             "speed": {"type": "number", "minimum": 0.25, "maximum": 4.0, "description": "1.0 is normal."},
             "format": {
                 "type": "string",
@@ -201,7 +210,9 @@ def text_to_speech(
     elif provider == "openai":
         fmt = format or as_text(cfg, "format", "mp3") or "mp3"
         if fmt not in FORMATS:
-            raise ToolError(f"[plugins.tts] format {fmt!r} is not one of {', '.join(FORMATS)}", retryable=False)
+            raise ToolError(
+                f"[plugins.tts] format {fmt!r} is not one of {', '.join(FORMATS)}", retryable=False
+            )
         data = _speech_api(context, cfg, text, voice, speed, fmt)
     else:
         raise ToolError(f"[plugins.tts] provider {provider!r} is not supported", retryable=False)

@@ -43,7 +43,11 @@ _JOB_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 # Each provider's own options, exactly as its API names and bounds them.
 OPTIONS: dict[str, dict[str, dict[str, Any]]] = {
     "openai": {
-        "seconds": {"type": "integer", "enum": [4, 8, 12], "description": "Clip length in seconds (default 4)."},
+        "seconds": {
+            "type": "integer",
+            "enum": [4, 8, 12],
+            "description": "Clip length in seconds (default 4).",
+        },
         "size": {
             "type": "string",
             "enum": ["720x1280", "1280x720", "1024x1792", "1792x1024"],
@@ -56,7 +60,11 @@ OPTIONS: dict[str, dict[str, dict[str, Any]]] = {
             "enum": ["16:9", "9:16", "1:1", "4:3", "3:4", "21:9", "9:21"],
             "description": "Default 16:9.",
         },
-        "resolution": {"type": "string", "enum": ["540p", "720p", "1080p", "4k"], "description": "Default 720p."},
+        "resolution": {
+            "type": "string",
+            "enum": ["540p", "720p", "1080p", "4k"],
+            "description": "Default 720p.",
+        },
         "duration": {"type": "string", "enum": ["5s", "9s"], "description": "Clip length (default 5s)."},
         "loop": {"type": "boolean", "description": "Make the clip loop seamlessly."},
     },
@@ -115,7 +123,10 @@ class _Video:
         cfg = section(system, SECTION)
         provider = _provider(cfg)
         if provider not in OPTIONS:
-            return False, f"[plugins.video] provider {provider!r} is not supported; use one of {', '.join(OPTIONS)}"
+            return (
+                False,
+                f"[plugins.video] provider {provider!r} is not supported; use one of {', '.join(OPTIONS)}",
+            )
         if as_text(cfg, "api_key") is None:
             return False, f"no video provider API key: {ENABLE}"
         return True, ""
@@ -155,7 +166,9 @@ def _service(cfg: dict[str, Any], provider: str) -> Service:
 # -- the two providers: start a job, read its state, fetch its file ------------------------------------------
 
 
-def _start(context: CallContext, api: Service, provider: str, model: str, prompt: str, opts: dict[str, Any]) -> Any:
+def _start(
+    context: CallContext, api: Service, provider: str, model: str, prompt: str, opts: dict[str, Any]
+) -> Any:
     if provider == "openai":
         form = {"model": model, "prompt": prompt, **{k: str(v) for k, v in opts.items()}}
         files = {k: (None, v) for k, v in form.items()}  # multipart/form-data fields, as the API documents
@@ -192,13 +205,17 @@ def _state(api: Service, provider: str, job: Any) -> tuple[str, str, str]:
     return job_id, "running", state
 
 
-def _content(
-    context: CallContext, api: Service, provider: str, job: Any, max_bytes: int
-) -> bytes:
+def _content(context: CallContext, api: Service, provider: str, job: Any, max_bytes: int) -> bytes:
     if provider == "openai":  # an authenticated API download from the same service
         url = api.url(f"videos/{job['id']}/content")
         data, _ = download(
-            context, url, what="video", max_bytes=max_bytes, timeout=300.0, headers=api.headers, secrets=api.secrets
+            context,
+            url,
+            what="video",
+            max_bytes=max_bytes,
+            timeout=300.0,
+            headers=api.headers,
+            secrets=api.secrets,
         )
         return data
     assets = field(job, "assets", dict, api.name, "the finished video job")
