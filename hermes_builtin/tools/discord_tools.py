@@ -60,7 +60,7 @@ ADMIN_ACTIONS: dict[str, Action] = {
 }
 _MODERATION = ("kick_member", "ban_member")
 
-_CHANNEL_TYPES = {
+_CHANNEL_TYPES: dict[Any, str] = {
     0: "text",
     2: "voice",
     4: "category",
