@@ -8,6 +8,7 @@ Configuration (``[plugins.discord]``)::
     default_channel_id = "..."               # optional: send_message's default target
     confirm_moderation = true                # kick_member / ban_member need a human's approval
     base_url = "https://discord.com/api/v10"
+    timeout = 20                             # seconds per request
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._remote import Owner, Service
-from ._settings import as_text, require
+from ._settings import as_float, as_text, require
 
 __all__ = [
     "ACCESS_KEY",
@@ -86,7 +87,7 @@ def _detail(body: Any) -> str | None:
     return str(message) if message else None
 
 
-def discord_service(cfg: dict[str, Any], timeout: float = 20.0) -> Service:
+def discord_service(cfg: dict[str, Any], timeout: float | None = None) -> Service:
     token = require(cfg, "bot_token", ENABLE)
     return Service(
         "Discord",
@@ -97,7 +98,7 @@ def discord_service(cfg: dict[str, Any], timeout: float = 20.0) -> Service:
         },
         secrets=[token],
         auth_hint="Check [plugins.discord] bot_token (the bot token from the Developer Portal, not a user token).",
-        timeout=timeout,
+        timeout=timeout if timeout is not None else as_float(cfg, "timeout", 20.0, 1.0, 300.0),
         detail=_detail,
     )
 

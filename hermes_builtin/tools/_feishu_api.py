@@ -6,6 +6,7 @@ Configuration (``[plugins.feishu]``)::
     app_id = "cli_a1b2c3d4e5"
     app_secret = { env = "FEISHU_APP_SECRET" }
     domain = "feishu"                        # or "lark" (open.larksuite.com); base_url overrides both
+    timeout = 20                             # seconds per request
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from hermes_core import CallContext, ToolError
 
 from ._remote import Owner, Service
-from ._settings import as_text, section
+from ._settings import as_float, as_text, section
 
 __all__ = ["ENABLE", "SECTION", "TOKEN_KEY", "base_url", "configured", "request"]
 
@@ -118,7 +119,7 @@ def request(
             headers={"Authorization": f"Bearer {token}"},
             secrets=[secret, token],
             auth_hint="Check [plugins.feishu] app_id and app_secret.",
-            timeout=20.0,
+            timeout=as_float(cfg, "timeout", 20.0, 0.1, 300.0),
             detail=_detail,
         )
         response = api.send(context, method, path, what=what, params=params, json=json)

@@ -52,7 +52,9 @@ MAX_RETRY_WAIT = 10.0  # a 429 that asks for a longer wait is reported to the mo
 DEFAULT_WAIT = 1.0  # the pause before the one retry when a 429 does not say how long to wait
 MASK = "[REDACTED]"
 
-_known_secrets: set[str] = set()
+_known_secrets: frozenset[str] = (
+    frozenset()
+)  # replaced whole under the lock, so the log filter never sees it change
 _filter_lock = threading.Lock()
 _filter_installed = False
 
@@ -74,16 +76,18 @@ class _ScrubSecrets(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if _known_secrets:
             message = record.getMessage()
-            clean = scrub(message, tuple(_known_secrets))
+            clean = scrub(message, _known_secrets)
             if clean != message:
                 record.msg, record.args = clean, None
         return True
 
 
 def _remember(secrets: Iterable[str]) -> None:
-    global _filter_installed
+    global _filter_installed, _known_secrets
     with _filter_lock:
-        _known_secrets.update(s for s in secrets if len(s) >= 4)
+        fresh = {s for s in secrets if len(s) >= 4} - _known_secrets
+        if fresh:
+            _known_secrets = _known_secrets | fresh
         if not _filter_installed:
             logging.getLogger("httpx").addFilter(_ScrubSecrets())
             _filter_installed = True

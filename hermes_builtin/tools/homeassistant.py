@@ -9,6 +9,7 @@ Configuration (``[plugins.homeassistant]``, or the ``HASS_URL`` / ``HASS_TOKEN``
 
     url = "http://homeassistant.local:8123"
     token = { env = "HASS_TOKEN" }           # a long-lived access token (profile page, Security tab)
+    timeout = 15                             # seconds per request
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from hermes_core import CallContext, ToolError, ToolRegistry
 
 from ._remote import Service
-from ._settings import as_text, section
+from ._settings import as_float, as_text, section
 
 if TYPE_CHECKING:
     from hermes_core import ToolSystem
@@ -70,7 +71,7 @@ def _service(context: CallContext) -> Service:
         headers={"Authorization": f"Bearer {token}"},
         secrets=[token],
         auth_hint="Check the Home Assistant token ([plugins.homeassistant] token or HASS_TOKEN).",
-        timeout=15.0,
+        timeout=as_float(section(context, SECTION), "timeout", 15.0, 0.1, 300.0),
         detail=lambda body: (
             str(body.get("message")) if isinstance(body, dict) and body.get("message") else None
         ),

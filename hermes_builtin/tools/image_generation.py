@@ -8,6 +8,7 @@ Configuration (``[plugins.images]``)::
     base_url = "https://api.openai.com/v1"  # any OpenAI-compatible server; fal: "https://fal.run"
     timeout = 120                           # seconds for the generation request
     max_download_mb = 25                    # per image fetched from a provider URL
+    download_timeout = 120                  # seconds for one such download, all in
 """
 
 from __future__ import annotations
@@ -107,6 +108,10 @@ def _service(cfg: dict[str, Any], provider: str) -> Service:
     )
 
 
+def _download_timeout(cfg: dict[str, Any]) -> float:
+    return as_float(cfg, "download_timeout", 120.0, 0.5, 1800.0)
+
+
 def _image(data: bytes, who: str) -> tuple[bytes, str, str]:
     kind = sniff(data)
     if kind is None or not kind[0].startswith("image/"):
@@ -121,11 +126,11 @@ def _decode(b64: str, who: str) -> bytes:
         raise ToolError(f"{who} sent a malformed reply: an image's base64 data does not decode") from None
 
 
-def _fetch(context: CallContext, url: str, who: str, max_bytes: int) -> bytes:
+def _fetch(context: CallContext, url: str, who: str, max_bytes: int, timeout: float) -> bytes:
     if url.startswith("data:"):  # fal's sync mode inlines images as data URIs
         _, _, payload = url.partition(",")
         return _decode(payload, who)
-    data, _ = download(context, url, what="generated image", max_bytes=max_bytes, timeout=120.0)
+    data, _ = download(context, url, what="generated image", max_bytes=max_bytes, timeout=timeout)
     return data
 
 
@@ -162,7 +167,7 @@ def _openai(
             if isinstance(item.get("b64_json"), str):
                 images.append(_decode(item["b64_json"], api.name))
             elif isinstance(item.get("url"), str):
-                images.append(_fetch(context, item["url"], api.name, max_bytes))
+                images.append(_fetch(context, item["url"], api.name, max_bytes, _download_timeout(cfg)))
             else:
                 raise ToolError(f"{api.name} sent a malformed reply: an image has neither b64_json nor url")
             if isinstance(item.get("revised_prompt"), str):
@@ -193,7 +198,7 @@ def _fal(
     out = []
     for item in items:
         url = field(item, "url", str, api.name, "generating an image")
-        out.append(_fetch(context, url, api.name, max_bytes))
+        out.append(_fetch(context, url, api.name, max_bytes, _download_timeout(cfg)))
     return out
 
 

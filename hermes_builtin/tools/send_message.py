@@ -17,7 +17,7 @@ Configuration, one table per platform::
     bot_token = { env = "SLACK_BOT_TOKEN" }  # xoxb-...
     default_channel = "C0123456789"
 
-Each table also takes ``base_url`` (a proxy or a test server).
+Each table also takes ``base_url`` (a proxy or a test server) and ``timeout`` (seconds per request).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from hermes_core import CallContext, ToolError, ToolRegistry
 from . import _discord_api as dapi
 from ._media import sniff
 from ._remote import Service, field
-from ._settings import SystemRef, as_text, require, section
+from ._settings import SystemRef, as_float, as_text, require, section
 
 if TYPE_CHECKING:
     import httpx
@@ -158,6 +158,7 @@ def _telegram(
         f"{base.rstrip('/')}/bot{token}",
         secrets=[token],
         auth_hint="Check [plugins.telegram] bot_token (from @BotFather).",
+        timeout=as_float(cfg, "timeout", 30.0, 0.1, 300.0),
         detail=_telegram_detail,
     )
     extra: dict[str, Any] = {}
@@ -255,6 +256,7 @@ def _slack(context: CallContext, target: str, pieces: list[str], attachment: Any
         headers={"Authorization": f"Bearer {token}"},
         secrets=[token],
         auth_hint="Check [plugins.slack] bot_token (a bot token, xoxb-...).",
+        timeout=as_float(cfg, "timeout", 30.0, 0.1, 300.0),
         detail=lambda body: str(body.get("error")) if isinstance(body, dict) else None,
     )
 

@@ -15,6 +15,7 @@ Configuration (``[plugins.video]``)::
     wait_seconds = 240                       # how long one call waits for the render (0-600)
     poll_seconds = 5                         # pause between status checks
     max_download_mb = 200
+    download_timeout = 300                   # seconds for fetching the finished clip
 """
 
 from __future__ import annotations
@@ -205,7 +206,9 @@ def _state(api: Service, provider: str, job: Any) -> tuple[str, str, str]:
     return job_id, "running", state
 
 
-def _content(context: CallContext, api: Service, provider: str, job: Any, max_bytes: int) -> bytes:
+def _content(
+    context: CallContext, api: Service, cfg: dict[str, Any], provider: str, job: Any, max_bytes: int
+) -> bytes:
     if provider == "openai":  # an authenticated API download from the same service
         url = api.url(f"videos/{job['id']}/content")
         data, _ = download(
@@ -213,14 +216,20 @@ def _content(context: CallContext, api: Service, provider: str, job: Any, max_by
             url,
             what="video",
             max_bytes=max_bytes,
-            timeout=300.0,
+            timeout=as_float(cfg, "download_timeout", 300.0, 0.5, 1800.0),
             headers=api.headers,
             secrets=api.secrets,
         )
         return data
     assets = field(job, "assets", dict, api.name, "the finished video job")
     url = field(assets, "video", str, api.name, "the finished video job")
-    data, _ = download(context, url, what="video", max_bytes=max_bytes, timeout=300.0)
+    data, _ = download(
+        context,
+        url,
+        what="video",
+        max_bytes=max_bytes,
+        timeout=as_float(cfg, "download_timeout", 300.0, 0.5, 1800.0),
+    )
     return data
 
 
@@ -292,7 +301,7 @@ def video_generate(
             provider=provider,
         )
     max_bytes = int(as_float(cfg, "max_download_mb", 200.0, 1.0, 2000.0) * 1_000_000)
-    data = _content(context, api, provider, job, max_bytes)
+    data = _content(context, api, cfg, provider, job, max_bytes)
     kind = sniff(data)
     if kind is None or not kind[0].startswith("video/"):
         raise ToolError(f"{api.name} returned something that is not a video ({len(data)} bytes)")
