@@ -136,12 +136,13 @@ def _read_access(owner: Owner, cfg: dict[str, Any]) -> BotAccess:
         guilds: list[tuple[str, str, int]] = []
         after = "0"
         for _ in range(MAX_GUILD_PAGES):
-            page = api.call(
+            page = api.call(  # no waiting out a 429 here: this runs while the tool definitions are built
                 owner,
                 "GET",
                 "users/@me/guilds",
                 what="reading the bot's servers",
                 params={"limit": 200, "after": after},
+                retry=False,
             )
             if not isinstance(page, list):
                 raise ToolError("Discord sent a malformed reply to reading the bot's servers (not a list)")

@@ -200,10 +200,12 @@ class Service:
         what: str,
         timeout: float | None = None,
         headers: Mapping[str, str] | None = None,
+        retry: bool = True,
         **kwargs: Any,
     ) -> httpx.Response:
-        """Send one request; a 429 is retried once when the wait it asks for is short. Returns any other
-        response (error statuses included); transport failures and lasting 429s raise ``ToolError``."""
+        """Send one request; a 429 is retried once when the wait it asks for is short (unless ``retry`` is
+        False). Returns any other response (error statuses included); transport failures and lasting 429s raise
+        ``ToolError``."""
         import httpx
 
         client = http_client(context)
@@ -223,7 +225,7 @@ class Service:
             if response.status_code != 429:
                 return response
             wait = retry_after(response)
-            if attempt == 1 and (wait is None or wait <= MAX_RETRY_WAIT):
+            if retry and attempt == 1 and (wait is None or wait <= MAX_RETRY_WAIT):
                 time.sleep(DEFAULT_WAIT if wait is None else wait)
                 continue
             self.rate_limited(what, wait)

@@ -2,7 +2,8 @@
 ``ha_call_service``.
 
 Calls that act on a lock, an alarm panel or a cover (doors, gates, garage doors) need a human's approval,
-bound to the exact call; services that run commands or arbitrary requests on the Home Assistant host
+bound to the exact call (so do ``homeassistant.*`` calls aimed at areas, devices, floors or labels, which may
+hold such entities); services that run commands or arbitrary requests on the Home Assistant host
 (``shell_command``, ``command_line``, ``python_script``, ``pyscript``, ``rest_command``, ``hassio``) are refused.
 
 Configuration (``[plugins.homeassistant]``, or the ``HASS_URL`` / ``HASS_TOKEN`` environment variables)::
@@ -40,6 +41,8 @@ SENSITIVE = {
     "alarm_control_panel": "an alarm panel",
     "cover": "a cover (door, gate, garage)",
 }
+# selectors that name no entity: a generic service aimed at them may reach a lock, an alarm or a cover
+INDIRECT_TARGETS = ("area_id", "device_id", "floor_id", "label_id")
 REFUSED = frozenset({"shell_command", "command_line", "python_script", "pyscript", "rest_command", "hassio"})
 MAX_ENTITIES = 300
 _NAME = re.compile(r"^[a-z0-9_]+$")
@@ -190,6 +193,8 @@ def ha_call_service(
     if entity_id:
         body["entity_id"] = targets if len(targets) > 1 else entity_id
     touched = sorted({SENSITIVE[d] for d in [domain, *(t.split(".")[0] for t in targets)] if d in SENSITIVE})
+    if domain == "homeassistant" and any(body.get(key) for key in INDIRECT_TARGETS):
+        touched.append("whatever devices those areas, devices, floors or labels hold")
     if touched:
         context.request_approval(
             f"ha_call_service {domain}.{service} {json.dumps(body, sort_keys=True, ensure_ascii=False)}",

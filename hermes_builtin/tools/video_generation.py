@@ -39,7 +39,7 @@ ENABLE = (
     'set [plugins.video] api_key = {env = "OPENAI_API_KEY"} in the hermes config (OpenAI Sora, the default) '
     'or provider = "luma" with api_key = {env = "LUMAAI_API_KEY"}'
 )
-_JOB_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+_JOB_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$")
 
 # Each provider's own options, exactly as its API names and bounds them.
 OPTIONS: dict[str, dict[str, dict[str, Any]]] = {

@@ -109,6 +109,7 @@ def test_call_service_sends_the_documented_body(
             "data": {"entity_id": "alarm_control_panel.home"},
         },
         {"domain": "homeassistant", "service": "toggle", "data": {"entity_id": ["light.a", "cover.garage"]}},
+        {"domain": "homeassistant", "service": "turn_off", "data": {"area_id": "garage"}},
     ],
 )
 def test_locks_alarms_and_covers_need_approval(
@@ -136,6 +137,18 @@ def test_locks_alarms_and_covers_need_approval(
         and asked
         and asked[0].startswith(f"ha_call_service {args['domain']}.{args['service']} ")
     )
+
+
+def test_ordinary_calls_need_no_approval(
+    configure: Configure, base: str, secret: Callable[[str], Any], httpserver: HTTPServer
+) -> None:
+    httpserver.expect_request("/api/services/light/turn_off", json={"area_id": "garage"}).respond_with_json(
+        []
+    )
+    outcome = _system(configure, base, secret).call_outcome(
+        "ha_call_service", {"domain": "light", "service": "turn_off", "data": {"area_id": "garage"}}
+    )
+    assert outcome.ok and outcome.result == "Called light.turn_off. No state changed."
 
 
 def test_host_command_services_are_refused_and_ids_checked(

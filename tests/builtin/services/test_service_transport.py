@@ -101,7 +101,9 @@ def test_a_server_that_never_answers_times_out(
     outcome = system.call_outcome("ha_list_entities", {})
     assert outcome.status == "error" and "Home Assistant did not answer within 0.3 s" in outcome.result
     deadline = time.monotonic() + 5
-    while not httpserver.log and time.monotonic() < deadline:  # let the stalled reply finish before the next test
+    while (
+        not httpserver.log and time.monotonic() < deadline
+    ):  # let the stalled reply finish before the next test
         time.sleep(0.05)
 
 
