@@ -273,3 +273,14 @@ def test_hidden_without_a_token(configure: Configure) -> None:
     for tool in ("discord", "discord_admin"):
         ok, reason = system.availability_of(tool)
         assert not ok and '[plugins.discord] bot_token = {env = "DISCORD_BOT_TOKEN"}' in reason
+
+
+def test_unknown_permissions_keep_every_action_visible(
+    configure: Configure, base: str, secret: Callable[[str], Any], httpserver: HTTPServer
+) -> None:
+    httpserver.expect_request("/users/@me/guilds").respond_with_json(
+        {"message": "You are being rate limited.", "retry_after": 3.0, "global": False}, status=429
+    )
+    system = _system(configure, base, secret)
+    assert len(_actions(system, "discord_admin")) == 12  # Discord enforces permissions itself
+    assert len(httpserver.log) == 1  # and building the definitions did not wait out the rate limit
