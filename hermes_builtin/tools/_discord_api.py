@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from ._remote import Owner, Service
@@ -103,14 +102,22 @@ def discord_service(cfg: dict[str, Any], timeout: float | None = None) -> Servic
     )
 
 
-@dataclass
 class BotAccess:
     """What the bot may do: the union of its server-level permissions over the servers in scope."""
 
-    permissions: int | None = None  # None: unknown (the read failed); every action stays visible
-    guilds: list[tuple[str, str, int]] = field(default_factory=list)  # (id, name, permissions)
-    error: str = ""
-    expires: float = 0.0
+    __slots__ = ("error", "expires", "guilds", "permissions")
+
+    def __init__(
+        self,
+        permissions: int | None = None,
+        guilds: list[tuple[str, str, int]] | None = None,
+        error: str = "",
+        expires: float = 0.0,
+    ) -> None:
+        self.permissions = permissions  # None: unknown (the read failed); every action stays visible
+        self.guilds = guilds or []  # (id, name, permissions)
+        self.error = error
+        self.expires = expires
 
     def allows(self, alternatives: tuple[int, ...]) -> bool:
         """True when unknown, or when one of the alternative permission masks is fully granted."""

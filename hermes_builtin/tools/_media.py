@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import secrets
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 from hermes_core import CallContext, ToolError, tool_result
-from hermes_core.fileio import atomic_write
 
 __all__ = ["describe", "media_dir", "save_media", "sniff"]
 
@@ -52,9 +51,11 @@ def media_dir(context: CallContext, kind: str) -> Path:
 
 def save_media(context: CallContext, kind: str, data: bytes, ext: str, stem: str) -> Path:
     """Write ``data`` atomically to a new, unique file under ``media_dir(kind)`` and return its path."""
+    from hermes_core.fileio import atomic_write  # tempfile and friends load with the first file written
+
     if not data:
         raise ToolError(f"the provider returned an empty {kind} file")
-    name = f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}.{ext}"
+    name = f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(4).hex()}.{ext}"
     path = media_dir(context, kind) / name
     atomic_write(path, data)
     return path

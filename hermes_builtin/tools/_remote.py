@@ -10,7 +10,6 @@ records (Telegram puts the bot token in the URL path).
 
 from __future__ import annotations
 
-import email.utils
 import logging
 import math
 import threading
@@ -113,6 +112,8 @@ def _seconds(value: str) -> float | None:
         return max(float(value), 0.0)
     except ValueError:
         pass
+    import email.utils  # only for the rare HTTP-date form of Retry-After
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

@@ -8,7 +8,6 @@ so the next schema is fresh. Kicks and bans ask a human first unless ``confirm_m
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -327,6 +326,8 @@ def _admin(action: str, call: _Call, a: dict[str, Any]) -> str:
         call("DELETE", f"channels/{a['channel_id']}/messages/{a['message_id']}", reason=reason)
         return f"Deleted message {a['message_id']}."
     if action == "timeout_member":
+        import datetime
+
         minutes = int(a["minutes"])
         until = (
             (datetime.datetime.now(datetime.UTC) + datetime.timedelta(minutes=minutes)).isoformat()

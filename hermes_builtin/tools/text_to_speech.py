@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 import shutil
 import struct
-import subprocess
 from typing import TYPE_CHECKING, Any
 
 from hermes_core import CallContext, ToolError, ToolRegistry
@@ -131,6 +130,8 @@ def _espeak(text: str, voice: str, speed: float) -> bytes:
     binary = _espeak_binary()
     if binary is None:
         raise ToolError(f"espeak-ng is not installed: {ENABLE}", retryable=False)
+    import subprocess
+
     wpm = min(max(round(175 * speed), 80), 450)
     try:
         proc = subprocess.run(
