@@ -19,6 +19,14 @@ TOOL_MODULES: tuple[str, ...] = (
     "kanban",
     "cronjob",
     "code_execution",
+    # media, messaging and platform services (issue 14)
+    "image_generation",
+    "video_generation",
+    "text_to_speech",
+    "send_message",
+    "discord_tools",
+    "homeassistant",
+    "feishu",
 )
 
 

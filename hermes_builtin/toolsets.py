@@ -45,3 +45,38 @@ TOOLSETS: dict[str, dict[str, Any]] = {
         ],
     },
 }
+
+# Chat platforms and services (issue 14): each is the shared baseline plus the platform's own tools. Chat platforms
+# also get the media tools, whose files the platform can deliver (send_message attaches them).
+TOOLSETS.update(
+    {
+        "hermes-telegram": {
+            "description": "An agent answering on Telegram.",
+            "includes": ["hermes-core", "messaging", "media"],
+        },
+        "hermes-discord": {
+            "description": "An agent answering on Discord (with the Discord and Discord admin tools).",
+            "includes": ["hermes-core", "messaging", "discord", "media"],
+        },
+        "hermes-slack": {
+            "description": "An agent answering on Slack.",
+            "includes": ["hermes-core", "messaging", "media"],
+        },
+        "hermes-feishu": {
+            "description": "An agent answering on Feishu/Lark (documents and their comments).",
+            "includes": ["hermes-core", "feishu", "media"],
+        },
+        "hermes-homeassistant": {
+            "description": "An agent for a Home Assistant installation.",
+            "includes": ["hermes-core", "homeassistant"],
+        },
+        # Webhook payloads are untrusted: a prompt injection in one must not be able to run commands, write
+        # files, send messages, spend on paid APIs, act on devices, or read private data (files, memory, past
+        # sessions, documents, home state) that the reply would carry back to whoever sent the hook. What stays
+        # only plans and reads the bundled skills.
+        "hermes-webhook": {
+            "description": "A safe subset for untrusted input (webhooks): no commands, writes, messages or reads.",
+            "tools": ["todo", "clarify", "skills_list", "skill_view"],
+        },
+    }
+)
