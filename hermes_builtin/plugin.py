@@ -19,6 +19,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "kanban",
     "cronjob",
     "code_execution",
+    "agents",
 )
 
 
@@ -40,3 +41,10 @@ def register_commands(cli: Any) -> None:
     from .commands import add_commands
 
     add_commands(cli)
+
+
+@hookimpl
+def on_agent_message(system: Any, session_id: str, message: dict[str, Any]) -> None:
+    from .sessions import record_agent_message
+
+    record_agent_message(system, session_id, message)
