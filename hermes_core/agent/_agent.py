@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..decisions import CallOutcome
 from ..models import CancelToken, ModelClient, ModelError, ToolCall, Usage, get_model
-from ._budget import budget_chars, fit_messages
+from ._budget import budget_chars, conversation_chars, fit_messages
 from ._events import (
     AgentEvent,
     AgentFinished,
@@ -154,7 +154,7 @@ class Agent:
         self._run_lock = threading.Lock()
         self._seen_ids: set[str] = set()
         self._added: list[dict[str, Any]] = []
-        self._shrink = 1.0
+        self._ceiling: int | None = None  # set when the model said the conversation was too long
 
     def __repr__(self) -> str:
         return f"<Agent {self.session_id} model={self.client.name} depth={self.depth}>"
@@ -269,7 +269,8 @@ class Agent:
                     return finish("cancelled")
                 if err.kind == "context_length" and context_retries < _CONTEXT_RETRIES:
                     context_retries += 1
-                    self._shrink *= 0.6
+                    # what was sent is too much for this model: aim well below it from now on
+                    self._ceiling = int(conversation_chars(self.messages) * 0.6)
                     turns -= 1
                     log.info("agent %s: %s; trimming harder and trying again", self.session_id, err.message)
                     continue
@@ -306,7 +307,9 @@ class Agent:
         budget = budget_chars(
             self.client.context_window, self.client.max_output_tokens, fixed, override=self.context_chars
         )
-        report = fit_messages(self.messages, int(budget * self._shrink))
+        if self._ceiling is not None:
+            budget = min(budget, self._ceiling)
+        report = fit_messages(self.messages, budget)
         if report:
             self._emit(
                 ContextTrimmed(
