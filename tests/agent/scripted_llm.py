@@ -35,7 +35,8 @@ class Reply:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     error: str = "scripted failure"
-    chunk_delay: float = 0.0
+    chunk_delay: float = 0.0  # seconds to wait after each streamed event...
+    delay_from: int = 0  # ...counting from this event on
     stop: str | None = None
     pieces: int = 3
 
@@ -140,7 +141,7 @@ class ScriptedLLM:
         self.port = self._server.server_address[1]
         self.openai_url = f"http://127.0.0.1:{self.port}/v1"
         self.anthropic_url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
 
     def __enter__(self) -> ScriptedLLM:
         self._thread.start()
@@ -183,11 +184,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if request.anthropic:
             if request.stream:
-                self._send_events(_anthropic_events(reply, body), reply.chunk_delay, named=True)
+                self._send_events(_anthropic_events(reply, body), reply, named=True)
             else:
                 self._send_json(_anthropic_json(reply, body))
         elif request.stream:
-            self._send_events(_openai_chunks(reply, body), reply.chunk_delay, named=False)
+            self._send_events(_openai_chunks(reply, body), reply, named=False)
         else:
             self._send_json(_openai_json(reply, body))
 
@@ -201,20 +202,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _send_events(self, events: Iterator[tuple[str, Any]], delay: float, *, named: bool) -> None:
+    def _send_events(self, events: Iterator[tuple[str, Any]], reply: Reply, *, named: bool) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         try:
-            for name, data in events:
+            for number, (name, data) in enumerate(events):
                 text = data if isinstance(data, str) else json.dumps(data)
                 frame = (f"event: {name}\n" if named else "") + f"data: {text}\n\n"
                 raw = frame.encode()
                 self.wfile.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
                 self.wfile.flush()
-                if delay:
-                    time.sleep(delay)
+                if reply.chunk_delay and number >= reply.delay_from:
+                    time.sleep(reply.chunk_delay)
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
