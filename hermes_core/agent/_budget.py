@@ -93,8 +93,9 @@ def _cut(message: dict[str, Any], keep: int) -> int:
 
 
 def _last_index(messages: Sequence[dict[str, Any]], role: str) -> int:
+    """The index of the last message of ``role`` (a note standing for dropped messages does not count)."""
     for i in range(len(messages) - 1, -1, -1):
-        if messages[i].get("role") == role:
+        if messages[i].get("role") == role and not (role == "user" and messages[i].get(_TRIMMED)):
             return i
     return -1
 
