@@ -154,6 +154,7 @@ class Agent:
         self._run_lock = threading.Lock()
         self._seen_ids: set[str] = set()
         self._added: list[dict[str, Any]] = []
+        self._partial: list[str] = []  # the text streamed so far in this turn
         self._ceiling: int | None = None  # set when the model said the conversation was too long
 
     def __repr__(self) -> str:
@@ -195,6 +196,7 @@ class Agent:
             running[self.session_id] = self
             self._repair()
             self._added = []
+            self._partial = []
             for message in messages:
                 self._append(dict(message))
             if prompt is not None:
@@ -203,6 +205,8 @@ class Agent:
                 result = self._loop()
             except KeyboardInterrupt:
                 self._token.cancel()
+                if self._partial:  # the user saw this much of the answer: keep it in the conversation
+                    self._append({"role": "assistant", "content": "".join(self._partial)})
                 self._repair()
                 raise
             self._emit(AgentFinished(self.session_id, self.depth, result))
@@ -254,13 +258,14 @@ class Agent:
                 return finish("max_turns")
             turns += 1
             self._emit(TurnStarted(self.session_id, self.depth, turns))
+            self._partial = []
             tools = self._definitions()
             request = self._request(tools)
             try:
                 reply = self.client.complete(
                     request,
                     tools,
-                    on_text=self._on_text if self.on_event is not None else None,
+                    on_text=self._on_text,
                     on_retry=self._on_retry,
                     cancel=self._token,
                 )
@@ -280,6 +285,7 @@ class Agent:
                 return finish("error", f"{type(err).__name__}: {err}")
             usage.add(reply.usage)
             if reply.stop_reason == "cancelled":
+                self._partial = []
                 if reply.text:
                     text = reply.text
                     self._append({"role": "assistant", "content": reply.text})
@@ -287,6 +293,7 @@ class Agent:
             calls = self._unique_ids(reply.tool_calls)
             reply.tool_calls = calls
             self._append(reply.message())
+            self._partial = []
             if reply.text:
                 text = reply.text
             if not calls:
@@ -427,6 +434,7 @@ class Agent:
             log.exception("agent %s: the on_event callback failed (ignored)", self.session_id)
 
     def _on_text(self, piece: str) -> None:
+        self._partial.append(piece)
         self._emit(TextDelta(self.session_id, self.depth, piece))
 
     def _on_retry(self, attempt: int, delay: float, reason: str) -> None:
