@@ -7,7 +7,6 @@ out, a failure is final (a retry would repeat what the user already saw).
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
 import random
@@ -55,6 +54,8 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
         return max(0.0, float(raw))
     except ValueError:
         pass
+    import email.utils
+
     try:
         when = email.utils.parsedate_to_datetime(raw)
     except (TypeError, ValueError):
