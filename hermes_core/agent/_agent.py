@@ -191,8 +191,10 @@ class Agent:
             raise RuntimeError(f"agent {self.session_id} is already running; one run at a time")
         running = _running(self.system)
         try:
-            if self._token.cancelled:
-                self._token = self.parent._token.child() if self.parent is not None else CancelToken()
+            if self.parent is not None:  # cancelled with the parent's current run
+                self._token = self.parent._token.child()
+            elif self._token.cancelled:
+                self._token = CancelToken()
             running[self.session_id] = self
             self._repair()
             self._added = []

@@ -218,9 +218,12 @@ class AnthropicClient:
         stop = "end_turn"
         usage = Usage()
         model = self.model
+        done = False
         for _event, data in iter_sse(response.iter_lines()):
             if cancel.cancelled:
                 return ModelReply(text="".join(texts), stop_reason="cancelled", usage=usage, model=model)
+            if done:
+                continue  # read on to the end of the body, so the connection goes back to the pool
             try:
                 event = json.loads(data)
             except ValueError:
@@ -262,7 +265,7 @@ class AnthropicClient:
                     retryable=retryable,
                 )
             elif kind == "message_stop":
-                break
+                done = True
         if cancel.cancelled:
             return ModelReply(text="".join(texts), stop_reason="cancelled", usage=usage, model=model)
         calls = []

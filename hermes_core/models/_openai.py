@@ -196,11 +196,13 @@ class OpenAIChatClient:
         finish: str | None = None
         usage = Usage()
         model = self.model
+        done = False
         for _event, data in iter_sse(response.iter_lines()):
             if cancel.cancelled:
                 return ModelReply(text="".join(parts), stop_reason="cancelled", usage=usage, model=model)
-            if data.strip() == "[DONE]":
-                break
+            if done or data.strip() == "[DONE]":
+                done = True  # read on to the end of the body, so the connection goes back to the pool
+                continue
             try:
                 chunk = json.loads(data)
             except ValueError:

@@ -8,6 +8,7 @@ providers translate them on the wire.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -110,9 +111,11 @@ class ModelError(Exception):
 class CancelToken:
     """A thread-safe cancellation flag; cancelling a token cancels the tokens made from it with ``child()``."""
 
+    __slots__ = ("__weakref__", "_children", "_event", "_lock")
+
     def __init__(self) -> None:
         self._event = threading.Event()
-        self._children: list[CancelToken] = []
+        self._children: weakref.WeakSet[CancelToken] = weakref.WeakSet()  # a finished child is not kept alive
         self._lock = threading.Lock()
 
     @property
@@ -130,8 +133,7 @@ class CancelToken:
         """A token cancelled with this one (but cancelling it leaves this one alone)."""
         token = CancelToken()
         with self._lock:
-            self._children = [c for c in self._children if not c.cancelled]
-            self._children.append(token)
+            self._children.add(token)
             if self._event.is_set():
                 token._event.set()
         return token

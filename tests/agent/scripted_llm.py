@@ -65,6 +65,7 @@ class Request:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    client_port: int = 0  # the same port twice means the client reused its connection
 
     @property
     def anthropic(self) -> bool:
@@ -165,6 +166,7 @@ class ScriptedLLM:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # as real servers do: no 40 ms stall between headers and body
     llm: ScriptedLLM
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -173,7 +175,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
-        request = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        request = Request(
+            self.path, {k.lower(): v for k, v in self.headers.items()}, body, self.client_address[1]
+        )
         reply = self.llm.next_reply(request)
         if reply.status >= 400:
             if request.anthropic:

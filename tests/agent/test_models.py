@@ -195,6 +195,17 @@ def test_retry_after_forms() -> None:
     assert retry_after_seconds({}) is None
 
 
+@pytest.mark.parametrize(("provider", "stream"), [("openai", True), ("anthropic", True), ("openai", False)])
+def test_connections_are_reused_between_requests(
+    make_system: MakeSystem, provider: str, stream: bool
+) -> None:
+    with ScriptedLLM([calls(call("ping")), say("two"), say("three")]) as llm:
+        client = client_for(make_system, model_table(llm, provider, stream))
+        for _ in range(3):
+            client.complete([{"role": "user", "content": "hi"}])
+    assert len({r.client_port for r in llm.requests}) == 1
+
+
 # -- failures and retries ------------------------------------------------------------------------------------
 
 
