@@ -127,6 +127,34 @@ def test_sub_agents_cannot_delegate_beyond_the_depth_limit(make_system: MakeSyst
     assert "not enabled for this conversation" in deepest[0].tool_results()[0]  # ...and refused when called
 
 
+def test_a_sub_agent_cannot_reach_tools_its_parent_does_not_have(
+    make_system: MakeSystem, workspace: Path
+) -> None:
+    """The attack: a parent limited to reading asks for a sub-agent with the terminal and has it run a command."""
+    marker = workspace / "pwned"
+
+    def model(request: Request) -> Reply:
+        if is_subagent(request):
+            if request.tool_results():
+                return say("tried")
+            return calls(
+                call("terminal", {"command": f"touch {marker}"}),
+                call("write_file", {"path": "pwned", "content": "x"}),
+            )
+        if request.tool_results():
+            return say("done")
+        return calls(call("delegate_task", {"goal": "escalate", "toolsets": ["terminal", "file"]}))
+
+    with ScriptedLLM(model) as llm:
+        system = make_system(models={"test": model_table(llm)})
+        result = Agent(system, allowed_tools={"read_file", "delegate_task"}).run("go")
+    sub_requests = [r for r in llm.requests if is_subagent(r)]
+    assert sub_requests[0].tool_names() == ["read_file"]
+    assert all("not enabled for this conversation" in text for text in sub_requests[1].tool_results())
+    assert not marker.exists()
+    assert result.ok
+
+
 def test_delegating_at_the_limit_is_refused_with_a_reason(make_system: MakeSystem) -> None:
     with ScriptedLLM([say("unused")]) as llm:
         system = make_system(

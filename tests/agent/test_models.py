@@ -233,6 +233,21 @@ def test_retries_give_up_after_max_retries(make_system: MakeSystem) -> None:
     assert "HTTP 500: boom" in err.value.message
 
 
+def test_a_key_echoed_back_by_the_server_is_redacted_from_the_error(
+    make_system: MakeSystem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "sk-proj-abcdefghijklmnopqrstuvwxyz123456"
+    monkeypatch.setenv("HERMES_TEST_MODEL_KEY", key)
+    with ScriptedLLM([status(401, f"Incorrect API key provided: {key}.")]) as llm:
+        client = client_for(make_system, model_table(llm, api_key={"env": "HERMES_TEST_MODEL_KEY"}))
+        with pytest.raises(ModelError) as err:
+            client.complete([{"role": "user", "content": "hi"}])
+    assert (
+        err.value.kind == "auth" and key not in err.value.message and "check the api_key" in err.value.message
+    )
+    assert key not in repr(get_model(make_system(models={"m": model_table(llm, api_key=key)})).spec)
+
+
 def test_a_retry_after_beyond_max_retry_wait_is_not_waited_for(make_system: MakeSystem) -> None:
     with ScriptedLLM([status(429, "quota", {"retry-after": "3600"})]) as llm:
         client = client_for(make_system, model_table(llm))
