@@ -57,3 +57,4 @@ def bench(session: nox.Session) -> None:
     session.install("-e", ".")
     for script in ("bench_startup.py", "bench_definitions.py", "bench_pipeline.py", "bench_async.py"):
         session.run("python", f"benchmarks/{script}")
+    session.run("python", "benchmarks/bench_agent.py")

@@ -19,7 +19,8 @@ TOOL_MODULES: tuple[str, ...] = (
     "kanban",
     "cronjob",
     "code_execution",
-    # media, messaging and platform services (issue 14)
+    "agents",
+    # media, messaging and platform services
     "image_generation",
     "video_generation",
     "text_to_speech",
@@ -48,3 +49,10 @@ def register_commands(cli: Any) -> None:
     from .commands import add_commands
 
     add_commands(cli)
+
+
+@hookimpl
+def on_agent_message(system: Any, session_id: str, message: dict[str, Any]) -> None:
+    from .sessions import record_agent_message
+
+    record_agent_message(system, session_id, message)

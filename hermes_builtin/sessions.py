@@ -19,12 +19,22 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import sqlite3
 
-__all__ = ["QueryError", "SearchHit", "SessionStore", "build_match_query", "fts5_available"]
+    from hermes_core import ToolSystem
+
+__all__ = [
+    "QueryError",
+    "SearchHit",
+    "SessionStore",
+    "build_match_query",
+    "fts5_available",
+    "message_text",
+    "record_agent_message",
+]
 
 DB_RELATIVE = Path("session_search") / "sessions.db"
 MAX_MESSAGE_CHARS = 100_000
@@ -174,3 +184,33 @@ class SessionStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """The searchable text of one agent message: its content, plus the tool calls an assistant asked for."""
+    content = message.get("content")
+    if isinstance(content, list):
+        content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    parts = [content] if isinstance(content, str) and content.strip() else []
+    if message.get("role") == "tool" and message.get("name") and parts:
+        parts[0] = f"[{message['name']}] {parts[0]}"
+    for call in message.get("tool_calls") or ():
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict):
+            parts.append(f"called {fn.get('name', '?')} {str(fn.get('arguments', ''))[:2_000]}")
+    return "\n".join(parts)
+
+
+def record_agent_message(system: ToolSystem, session_id: str, message: dict[str, Any]) -> None:
+    """Store one message of an agent conversation (the built-ins' ``on_agent_message``); skips empty ones.
+
+    The store stays open for the life of the system (one SQLite connection, closed with it); it is only made
+    when FTS5 is there, since ``session_search`` cannot run without it.
+    """
+    if not fts5_available():
+        return
+    text = message_text(message)
+    if not text:
+        return
+    store = system.stash("sessions.store", lambda: SessionStore(system.data_dir))
+    store.record(session_id, str(message.get("role", "?")), text)

@@ -20,6 +20,7 @@ CORE: list[str] = [
     "skills_list",
     "skill_view",
     "skill_manage",
+    "delegate_task",
 ]
 
 TOOLSETS: dict[str, dict[str, Any]] = {
@@ -43,6 +44,10 @@ TOOLSETS: dict[str, dict[str, Any]] = {
             "skill_view",
             "kanban_list",
         ],
+    },
+    "agents": {
+        "description": "Sub-agents and a mixture of models (hidden until a model is configured).",
+        "includes": ["delegation", "moa"],
     },
 }
 

@@ -1,7 +1,8 @@
 """hermes-tools: find tools, decide which ones the model may see, and run every call through one pipeline.
 
 The public names live here; everything else in ``hermes_core`` is an implementation detail unless
-its module documents otherwise (``hermes_core.schema``, ``hermes_core.security``, ``hermes_core.testing``).
+its module documents otherwise (``hermes_core.schema``, ``hermes_core.security``, ``hermes_core.testing``,
+``hermes_core.agent`` and ``hermes_core.models``).
 """
 
 from __future__ import annotations

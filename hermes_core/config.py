@@ -23,6 +23,10 @@ redis_url = { env = "RATELIMIT_REDIS_URL" }   # secrets may point at an env var 
 [mcp.servers.files]
 command = "mcp-server-files"
 args = ["--root", "."]
+[models.local]                    # chat models for the agent loop (see hermes_core.models)
+base_url = "http://127.0.0.1:8080/v1"
+[agent]                           # the agent loop of `hermes chat` / `hermes run` (see hermes_core.agent)
+max_turns = 30
 ```
 """
 
@@ -77,6 +81,25 @@ _SHAPE: dict[str, Any] = {
         }
     },
     "session": {"workspace": str},
+    "models": {
+        "default": str,
+        "*": {
+            "provider": str,
+            "model": str,
+            "base_url": str,
+            "api_key": (str, dict),
+            "headers": dict,
+            "timeout": _NUM,
+            "max_retries": int,
+            "max_retry_wait": _NUM,
+            "max_tokens": int,
+            "temperature": _NUM,
+            "context_window": int,
+            "stream": bool,
+            "params": dict,
+        },
+    },
+    "agent": {"toolsets": _LIST_OF_STR, "max_turns": int, "system_prompt": str},
 }
 
 
@@ -87,6 +110,8 @@ def _type_name(shape: Any) -> str:
         return "a number"
     if isinstance(shape, dict) or shape is dict:
         return "a table"
+    if shape == (str, dict):
+        return 'a string or a table such as { env = "VAR" }'
     return {str: "a string", int: "an integer", bool: "true or false"}.get(shape, str(shape))
 
 

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from .context import CallContext
     from .decisions import CallOutcome
     from .registry import ToolEntry, ToolRegistry
+    from .system import ToolSystem
 
 PROJECT = "hermes"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -52,3 +53,8 @@ def transform_tool_result(
 @hookspec
 def register_commands(cli: Any) -> None:
     """Add commands to the ``hermes`` CLI: ``cli`` is its click group."""
+
+
+@hookspec
+def on_agent_message(system: ToolSystem, session_id: str, message: dict[str, Any]) -> None:
+    """Observe each message an agent loop adds to a conversation (user, assistant, tool). Raising is logged."""

@@ -137,6 +137,37 @@ def test_register_commands() -> None:
     assert result.exit_code == 0 and result.output == "hello plugins\n"
 
 
+class _ScriptedModel:
+    """A model client in-process (hosts may pass their own): one tool call, then an answer."""
+
+    name = model = "scripted"
+    tool_format = "openai"
+    context_window = max_output_tokens = None
+
+    def __init__(self) -> None:
+        self.turn = 0
+
+    def complete(self, messages, tools=(), *, on_text=None, on_retry=None, cancel=None):
+        from hermes_core.models import ModelReply, ToolCall
+
+        self.turn += 1
+        if self.turn == 1:
+            return ModelReply(
+                tool_calls=[ToolCall("c1", "shout", '{"text": "hi"}')], stop_reason="tool_calls"
+            )
+        return ModelReply(text=f"it said {messages[-1]['content']}")
+
+
+def test_on_agent_message() -> None:
+    from hermes_core.agent import Agent
+
+    module = example("on_agent_message")
+    system = load(module, example("register_tools"))
+    result = Agent(system, model=_ScriptedModel(), session_id="s1").run("shout hi")
+    assert result.text == "it said HI!"
+    assert module.TRANSCRIPT == [("s1", "-> shout"), ("s1", "it said HI!")]
+
+
 @pytest.mark.parametrize("hook", sorted(HOOKS))
 def test_examples_compile(hook: str) -> None:
     assert example(hook) is not None

@@ -6,6 +6,7 @@ plugin command reaches the invocation's tool system with ``current_system()``.
 
 from __future__ import annotations
 
+from ._agent import chat_command, run_command
 from ._app import HermesGroup, cli
 from ._call import EXIT_CODES, call_command
 from ._config_cmd import config_group
@@ -27,6 +28,8 @@ __all__ = [
 
 for _command in (tools_group, toolsets_command, schema_group, call_command, plugins_group, config_group):
     cli.add_command(_command)
+cli.add_command(chat_command)
+cli.add_command(run_command)
 
 
 def main() -> None:

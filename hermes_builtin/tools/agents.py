@@ -1,0 +1,357 @@
+"""``delegate_task`` (sub-agents with their own conversation and turn budget) and ``mixture_of_agents`` (several
+models answer, one combines the answers). Both use only ``hermes_core.agent`` and ``hermes_core.models``.
+
+Both are hidden, with the reason, while no model is configured (``[models]`` in the config). Settings, in
+``[plugins.agents]``: ``max_depth`` (how deep delegation may nest, default 1: sub-agents cannot delegate),
+``subagent_max_turns`` (default 15), ``moa_models`` (reference models, default: every configured model) and
+``moa_aggregator`` (default: the default model).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from hermes_core import CallContext, ToolError, ToolRegistry
+
+if TYPE_CHECKING:
+    from hermes_core import ToolSystem
+    from hermes_core.agent import Agent, AgentResult
+
+MAX_CONCURRENCY = 3  # sub-agents running at once (shown in the schema)
+MAX_TASKS = 6
+DEFAULT_SUBAGENT_TURNS = 15
+DEFAULT_MAX_DEPTH = 1
+MAX_MOA_MODELS = 6
+NO_SUBAGENT_TOOLS = frozenset({"clarify"})  # nobody is there to answer a sub-agent's question
+
+_TASK_PROPERTIES: dict[str, Any] = {
+    "goal": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 4_000,
+        "description": "What the sub-agent must do and report back.",
+    },
+    "background": {
+        "type": "string",
+        "maxLength": 20_000,
+        "description": "Everything it needs to know: facts, paths, constraints, what you tried. It sees nothing else.",
+    },
+    "toolsets": {
+        "type": "array",
+        "items": {"type": "string"},
+        "maxItems": 16,
+        "description": "Only these toolsets (default: the tools you have). It never gets more than you have.",
+    },
+}
+
+DELEGATE_SCHEMA: dict[str, Any] = {
+    "name": "delegate_task",
+    "description": (
+        "Hand self-contained tasks to sub-agents: each works with its own conversation and tools and returns a "
+        "short report, so long investigations do not fill your context. Give one task with 'goal' (and "
+        f"'background'), or up to {MAX_TASKS} independent ones in 'tasks'; at most {MAX_CONCURRENCY} sub-agents "
+        "run at the same time. Sub-agents cannot ask the user anything and cannot delegate further."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            **_TASK_PROPERTIES,
+            "tasks": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": MAX_TASKS,
+                "items": {
+                    "type": "object",
+                    "properties": _TASK_PROPERTIES,
+                    "required": ["goal"],
+                    "additionalProperties": False,
+                },
+                "description": f"Several independent tasks instead of 'goal' (run {MAX_CONCURRENCY} at a time).",
+            },
+            "max_turns": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 50,
+                "description": f"Model turns each sub-agent may use (default {DEFAULT_SUBAGENT_TURNS}).",
+            },
+        },
+        "additionalProperties": False,
+    },
+}
+
+MOA_SCHEMA: dict[str, Any] = {
+    "name": "mixture_of_agents",
+    "description": (
+        "Ask several models the same hard question and get one answer that combines their best points (an "
+        "aggregator model reads all answers). One request per model plus one: use it for hard reasoning or "
+        "judgement calls, not lookups. The models have no tools: put everything they need into 'prompt'."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "prompt": {"type": "string", "minLength": 1, "maxLength": 40_000},
+            "models": {
+                "type": "array",
+                "items": {"type": "string"},
+                "minItems": 1,
+                "maxItems": MAX_MOA_MODELS,
+                "description": "Configured model names to ask (default: the configured reference models).",
+            },
+            "aggregator": {"type": "string", "description": "The model that combines the answers."},
+        },
+        "required": ["prompt"],
+        "additionalProperties": False,
+    },
+}
+
+SUBAGENT_PROMPT = (
+    "You are a sub-agent: another agent handed you one task. Work on it with your tools in the folder "
+    "{workspace}. Nobody can answer questions, so decide sensibly and say what you assumed. Finish with a short "
+    "report of what you found or did (facts, paths, results): the report is all the other agent will see."
+)
+REFERENCE_PROMPT = "Answer the question as well as you can: accurate, complete, and concise."
+AGGREGATOR_PROMPT = (
+    "You are given a question and several answers to it from different models. Write the single best answer: "
+    "keep what is correct and useful, drop what is wrong, resolve disagreements by reasoning, and do not "
+    "mention the other answers or models."
+)
+
+
+def model_check(system: ToolSystem) -> tuple[bool, str]:
+    """Hidden while no usable model is configured; the reason says what to add."""
+    from hermes_core.models import model_problem
+
+    problem = model_problem(system.config)
+    return (False, problem) if problem else (True, "")
+
+
+def _settings(context: CallContext) -> dict[str, Any]:
+    return context.plugin_config("agents")
+
+
+def _int_setting(settings: dict[str, Any], key: str, default: int) -> int:
+    value = settings.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ToolError(f"[plugins.agents] {key} must be a whole number, got {value!r}", retryable=False)
+    return value
+
+
+def _names(settings: dict[str, Any], key: str) -> list[str] | None:
+    value = settings.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise ToolError(f"[plugins.agents] {key} must be a list of model names", retryable=False)
+
+
+# -- delegate_task -------------------------------------------------------------------------------------------
+
+
+def _allowed_tools(
+    context: CallContext, parent: Agent | None, requested: Sequence[str] | None, may_delegate: bool
+) -> frozenset[str]:
+    assert context.system is not None
+    allowed = set(context.enabled if context.enabled is not None else context.system.available())
+    if parent is not None and parent.allowed_tools is not None:
+        allowed &= parent.allowed_tools
+    if requested:
+        try:
+            allowed &= context.system.available(list(requested))
+        except ValueError as err:  # an unknown toolset
+            raise ToolError(f"toolsets: {err}") from None
+    allowed -= NO_SUBAGENT_TOOLS
+    if not may_delegate:
+        allowed.discard("delegate_task")
+    return frozenset(allowed)
+
+
+def _task_prompt(task: dict[str, Any]) -> str:
+    prompt = f"Your task: {task['goal'].strip()}"
+    background = str(task.get("background") or "").strip()
+    if background:
+        prompt += f"\n\nBackground:\n{background}"
+    return prompt
+
+
+def _report(number: int, task: dict[str, Any], result: AgentResult | BaseException, budget: int) -> str:
+    goal = " ".join(task["goal"].split())
+    goal = goal if len(goal) <= 100 else goal[:97] + "..."
+    if isinstance(result, BaseException):
+        return f"## Task {number}: {goal}\nstatus: failed ({type(result).__name__}: {result})"
+    calls = len(result.tool_calls)
+    status = {
+        "done": f"done in {result.turns} turn(s), {calls} tool call(s)",
+        "max_turns": f"stopped: its budget of {budget} turns ran out ({calls} tool call(s)); the report may be partial",
+        "cancelled": "cancelled before it finished",
+        "error": f"failed: {result.error}",
+    }[result.stop_reason]
+    text = result.text.strip() or "(no report)"
+    return f"## Task {number}: {goal}\nstatus: {status} · session {result.session_id}\n\n{text}"
+
+
+def delegate_task(
+    goal: str | None = None,
+    background: str = "",
+    toolsets: list[str] | None = None,
+    tasks: list[dict[str, Any]] | None = None,
+    max_turns: int | None = None,
+    *,
+    context: CallContext,
+) -> str:
+    """Run each task in a sub-agent (a few at a time) and return their reports."""
+    from hermes_core.agent import Agent
+    from hermes_core.models import ModelConfigError
+
+    if (goal is None) == (tasks is None):
+        raise ToolError("give either 'goal' (one task) or 'tasks' (several), not both and not neither")
+    items = tasks if tasks is not None else [{"goal": goal, "background": background, "toolsets": toolsets}]
+    if any(not str(t.get("goal") or "").strip() for t in items):
+        raise ToolError("every task needs a non-empty 'goal'")
+    system = context.system
+    if system is None:
+        raise ToolError("delegate_task needs a tool system", retryable=False)
+    settings = _settings(context)
+    max_depth = _int_setting(settings, "max_depth", DEFAULT_MAX_DEPTH)
+    turns = max_turns or _int_setting(settings, "subagent_max_turns", DEFAULT_SUBAGENT_TURNS) or 1
+    parent = Agent.current(context)
+    depth = parent.depth if parent is not None else 0
+    if depth >= max_depth:
+        raise ToolError(
+            f"sub-agents at depth {depth} may not delegate further (the limit is {max_depth}); do the work yourself",
+            retryable=False,
+        )
+    agents = []
+    try:
+        for task in items:
+            allowed = _allowed_tools(
+                context, parent, task.get("toolsets"), may_delegate=depth + 1 < max_depth
+            )
+            agents.append(
+                Agent(
+                    system,
+                    parent=parent,
+                    allowed_tools=allowed,
+                    system_prompt=SUBAGENT_PROMPT,
+                    max_turns=turns,
+                    session_id=None
+                    if parent is not None
+                    else f"{context.session_id}/task-{uuid.uuid4().hex[:6]}",
+                )
+            )
+    except ModelConfigError as err:
+        raise ToolError(f"no model for the sub-agents: {err}", retryable=False) from None
+    results: list[AgentResult | BaseException] = []
+    pool = cf.ThreadPoolExecutor(
+        max_workers=min(MAX_CONCURRENCY, len(agents)), thread_name_prefix="hermes-subagent"
+    )
+    try:
+        futures = [
+            pool.submit(agent.run, _task_prompt(task)) for agent, task in zip(agents, items, strict=True)
+        ]
+        for future in futures:
+            try:
+                results.append(future.result())
+            except Exception as err:  # a sub-agent that breaks is reported, the others still count
+                results.append(err)
+    finally:
+        if len(results) < len(agents):  # interrupted or timed out: stop the sub-agents still working
+            for agent in agents:
+                agent.cancel()
+        pool.shutdown(wait=False, cancel_futures=True)
+    reports = [
+        _report(i, task, res, turns) for i, (task, res) in enumerate(zip(items, results, strict=True), 1)
+    ]
+    return "\n\n".join(reports)
+
+
+# -- mixture_of_agents ---------------------------------------------------------------------------------------
+
+
+def _answer(agent: Agent, prompt: str) -> AgentResult:
+    return agent.run(prompt)
+
+
+def mixture_of_agents(
+    prompt: str, models: list[str] | None = None, aggregator: str | None = None, *, context: CallContext
+) -> str:
+    """Ask the reference models at once, then let the aggregator combine their answers."""
+    from hermes_core.agent import Agent
+    from hermes_core.models import ModelConfigError, default_model_name, model_names
+
+    system = context.system
+    if system is None:
+        raise ToolError("mixture_of_agents needs a tool system", retryable=False)
+    settings = _settings(context)
+    configured = model_names(system)
+    names = models or _names(settings, "moa_models") or configured
+    names = list(dict.fromkeys(names))[:MAX_MOA_MODELS]
+    judge = aggregator or settings.get("moa_aggregator") or default_model_name(system.config)
+    unknown = [n for n in [*names, judge] if n not in configured]
+    if unknown or judge is None:
+        raise ToolError(
+            f"unknown model(s) {', '.join(map(repr, unknown or ['(no aggregator)']))}; "
+            f"configured models: {', '.join(configured)}"
+        )
+    parent = Agent.current(context)
+    base = parent.session_id if parent is not None else context.session_id
+
+    def make(model: str, system_prompt: str, role: str) -> Agent:
+        return Agent(
+            system,
+            model=model,
+            parent=parent,
+            allowed_tools=(),
+            system_prompt=system_prompt,
+            max_turns=1,
+            record=False,
+            session_id=f"{base}/moa-{role}-{model}",
+        )
+
+    try:
+        references = [make(name, REFERENCE_PROMPT, "ref") for name in names]
+        judge_agent = make(str(judge), AGGREGATOR_PROMPT, "aggregate")
+    except ModelConfigError as err:
+        raise ToolError(f"a model is not usable: {err}", retryable=False) from None
+    with cf.ThreadPoolExecutor(max_workers=len(references), thread_name_prefix="hermes-moa") as pool:
+        results = list(pool.map(_answer, references, [prompt] * len(references)))
+    answers = [(n, r.text.strip()) for n, r in zip(names, results, strict=True) if r.ok and r.text.strip()]
+    failed = [f"{n} ({r.error or r.stop_reason})" for n, r in zip(names, results, strict=True) if not r.ok]
+    if not answers:
+        raise ToolError(f"no model answered: {'; '.join(failed) or 'all answers were empty'}")
+    numbered = "\n\n".join(f"### Answer {i}\n{text}" for i, (_, text) in enumerate(answers, 1))
+    combined = judge_agent.run(f"## Question\n{prompt}\n\n## Answers\n\n{numbered}")
+    if not combined.ok or not combined.text.strip():
+        raise ToolError(f"the aggregator {judge!r} failed: {combined.error or combined.stop_reason}")
+    note = f"[combined by {judge} from the answers of {', '.join(n for n, _ in answers)}"
+    note += f"; no answer from {', '.join(failed)}]" if failed else "]"
+    return f"{combined.text.strip()}\n\n{note}"
+
+
+def register(registry: ToolRegistry) -> None:
+    registry.register(
+        name="delegate_task",
+        toolset="delegation",
+        schema=DELEGATE_SCHEMA,
+        handler=delegate_task,
+        check_fn=model_check,
+        emoji="🧑‍🤝‍🧑",
+        max_result_size_chars=40_000,
+        timeout=1_800,
+    )
+    registry.register(
+        name="mixture_of_agents",
+        toolset="moa",
+        schema=MOA_SCHEMA,
+        handler=mixture_of_agents,
+        check_fn=model_check,
+        emoji="🧠",
+        max_result_size_chars=20_000,
+        timeout=600,
+        parallel_safe=True,
+    )

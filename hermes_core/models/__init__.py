@@ -1,0 +1,109 @@
+"""Chat model clients over httpx: OpenAI-compatible Chat Completions and Anthropic Messages (a public module).
+
+Models are named in the ``[models]`` table of the configuration (see ``hermes_core.models._config`` for every
+key); ``get_model(system)`` gives the default one, ``get_model(system, "name")`` another. Clients share one
+connection pool per tool system and are closed with it.
+
+```python
+from hermes_core.models import get_model
+
+model = get_model(system)                      # the configured default
+reply = model.complete([{"role": "user", "content": "hi"}], system.definitions(format=model.tool_format),
+                       on_text=lambda piece: print(piece, end=""))
+reply.text, reply.tool_calls, reply.stop_reason, reply.usage
+```
+
+Requests that fail with 429, 5xx, a timeout or a dropped connection are retried with exponential backoff
+(``max_retries``, honouring ``retry-after`` up to ``max_retry_wait``) as long as nothing of the answer reached
+the caller yet; then a ``ModelError`` says what went wrong.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._anthropic import AnthropicClient
+from ._config import (
+    PROVIDERS,
+    ModelConfigError,
+    ModelSpec,
+    default_model_name,
+    model_problem,
+    model_specs,
+    resolve_spec,
+)
+from ._openai import OpenAIChatClient
+from ._types import (
+    CancelToken,
+    ModelClient,
+    ModelError,
+    ModelReply,
+    RetryCallback,
+    TextCallback,
+    ToolCall,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    import httpx
+
+    from ..system import ToolSystem
+
+__all__ = [
+    "PROVIDERS",
+    "AnthropicClient",
+    "CancelToken",
+    "ModelClient",
+    "ModelConfigError",
+    "ModelError",
+    "ModelReply",
+    "ModelSpec",
+    "OpenAIChatClient",
+    "RetryCallback",
+    "TextCallback",
+    "ToolCall",
+    "Usage",
+    "default_model_name",
+    "get_model",
+    "make_client",
+    "model_names",
+    "model_problem",
+    "model_specs",
+]
+
+
+def make_client(spec: ModelSpec, http: httpx.Client | None = None) -> ModelClient:
+    """A client for ``spec``; without ``http`` it gets a connection pool of its own (close it when done)."""
+    if http is None:
+        import httpx
+
+        http = httpx.Client()
+    if spec.provider == "anthropic":
+        return AnthropicClient(spec, http)
+    return OpenAIChatClient(spec, http)
+
+
+def _pool() -> httpx.Client:
+    import httpx
+
+    return httpx.Client(
+        limits=httpx.Limits(max_connections=32, max_keepalive_connections=8), follow_redirects=False
+    )
+
+
+def get_model(system: ToolSystem, name: str | None = None) -> ModelClient:
+    """The client of configured model ``name`` (default: the default model), made once per system.
+
+    Raises ``ModelConfigError`` (a ``ConfigError``) naming the problem: no model configured, unknown name,
+    an api_key whose environment variable is unset.
+    """
+    spec = resolve_spec(system.config, name)
+    http = system.stash("models.http", _pool)
+    return system.stash(
+        f"models.client.{spec.name}", lambda: make_client(spec, http), cleanup=lambda _c: None
+    )
+
+
+def model_names(system: ToolSystem) -> list[str]:
+    """The names of the configured models (empty when there is no ``[models]`` table)."""
+    return sorted(model_specs(system.config))

@@ -1,0 +1,288 @@
+"""Anthropic Messages: ``POST {base_url}/v1/messages``, streaming or not, with ``tool_use`` blocks.
+
+The conversation stays in the Chat Completions shape everywhere else; it is translated here: system messages
+become the ``system`` field, assistant tool calls ``tool_use`` blocks, tool results ``tool_result`` blocks in a
+user turn, and neighbouring messages of one role are merged (the API wants the roles to alternate).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._http import Attempt, iter_sse, post_json
+from ._openai import new_call_id
+from ._types import CancelToken, ModelError, ModelReply, RetryCallback, TextCallback, ToolCall, Usage
+
+if TYPE_CHECKING:
+    import httpx
+
+    from ._config import ModelSpec
+
+__all__ = ["API_VERSION", "AnthropicClient", "to_anthropic_messages"]
+
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096
+_STOP = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
+_RETRYABLE_ERRORS = {"overloaded_error", "api_error", "rate_limit_error"}
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content)
+
+
+def _tool_input(arguments: Any) -> dict[str, Any]:
+    if isinstance(arguments, dict):
+        return arguments
+    try:
+        value = json.loads(arguments) if isinstance(arguments, str) and arguments.strip() else {}
+    except ValueError:
+        return {}  # the model saw its own mistake in the tool result; the API only takes objects here
+    return value if isinstance(value, dict) else {}
+
+
+def to_anthropic_messages(messages: Sequence[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """``(system, messages)`` in the Messages API's shape, from Chat Completions messages."""
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if not blocks:
+            return
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+
+    for msg in messages:
+        role = msg.get("role")
+        if role == "system":
+            text = _text(msg.get("content"))
+            if text:
+                system.append(text)
+        elif role == "tool":
+            add(
+                "user",
+                [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": str(msg.get("tool_call_id", "")),
+                        "content": _text(msg.get("content")) or "(empty)",
+                    }
+                ],
+            )
+        elif role == "assistant":
+            blocks: list[dict[str, Any]] = []
+            text = _text(msg.get("content"))
+            if text.strip():
+                blocks.append({"type": "text", "text": text})
+            for call in msg.get("tool_calls") or ():
+                fn = call.get("function") or {}
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": str(call.get("id") or new_call_id()),
+                        "name": str(fn.get("name", "")),
+                        "input": _tool_input(fn.get("arguments")),
+                    }
+                )
+            add("assistant", blocks)
+        else:
+            text = _text(msg.get("content"))
+            add("user", [{"type": "text", "text": text if text.strip() else "(empty)"}])
+    if out and out[0]["role"] != "user":
+        out.insert(0, {"role": "user", "content": [{"type": "text", "text": "(conversation start)"}]})
+    return "\n\n".join(system), out
+
+
+class AnthropicClient:
+    """A ``ModelClient`` for the Anthropic Messages API (or a server that speaks it)."""
+
+    tool_format = "anthropic"
+
+    def __init__(self, spec: ModelSpec, http: httpx.Client) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.model = spec.model
+        self.context_window = spec.context_window
+        self.max_output_tokens: int | None = spec.max_tokens or DEFAULT_MAX_TOKENS
+        self._http = http
+        base = spec.base_url
+        self.url = base + ("/messages" if base.endswith("/v1") else "/v1/messages")
+
+    def __repr__(self) -> str:
+        return f"<AnthropicClient {self.name} model={self.model} url={self.url}>"
+
+    def _headers(self) -> dict[str, str]:
+        headers = {
+            "anthropic-version": API_VERSION,
+            "Accept": "text/event-stream" if self.spec.stream else "application/json",
+        }
+        if self.spec.api_key:
+            headers["x-api-key"] = self.spec.api_key
+        headers.update(self.spec.headers)
+        return headers
+
+    def request_body(
+        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
+    ) -> dict[str, Any]:
+        spec = self.spec
+        system, wire = to_anthropic_messages(messages)
+        body: dict[str, Any] = {"model": spec.model, "max_tokens": self.max_output_tokens, "messages": wire}
+        if system:
+            body["system"] = system
+        if tools:
+            body["tools"] = list(tools)
+        if spec.temperature is not None:
+            body["temperature"] = spec.temperature
+        body.update(spec.params)
+        body["stream"] = spec.stream
+        return body
+
+    def complete(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] = (),
+        *,
+        on_text: TextCallback | None = None,
+        on_retry: RetryCallback | None = None,
+        cancel: CancelToken | None = None,
+    ) -> ModelReply:
+        token = cancel if cancel is not None else CancelToken()
+        body = self.request_body(messages, tools)
+
+        def handle(response: httpx.Response, attempt: Attempt) -> ModelReply:
+            if self.spec.stream and "text/event-stream" in response.headers.get("content-type", ""):
+                return self._read_stream(response, attempt, on_text, token)
+            response.read()
+            return self._read_json(response, on_text, attempt)
+
+        return post_json(
+            self._http, self.spec, self.url, body, self._headers(), handle, cancel=token, on_retry=on_retry
+        )
+
+    def _protocol_error(self, what: str) -> ModelError:
+        return ModelError(f"model {self.name!r} ({self.spec.base_url}): {what}", kind="protocol")
+
+    def _read_json(
+        self, response: httpx.Response, on_text: TextCallback | None, attempt: Attempt
+    ) -> ModelReply:
+        try:
+            data = response.json()
+        except ValueError:
+            raise self._protocol_error("the answer is not JSON") from None
+        if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+            raise self._protocol_error("the answer has no content")
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for block in data["content"]:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text":
+                texts.append(str(block.get("text", "")))
+            elif block.get("type") == "tool_use":
+                raw = block.get("input")
+                calls.append(
+                    ToolCall(
+                        id=str(block.get("id") or new_call_id()),
+                        name=str(block.get("name", "")),
+                        arguments=raw if isinstance(raw, str) else json.dumps(raw if raw is not None else {}),
+                    )
+                )
+        text = "".join(texts)
+        if text and on_text is not None:
+            attempt.emitted = True
+            on_text(text)
+        usage = data.get("usage") or {}
+        stop = str(data.get("stop_reason") or ("tool_use" if calls else "end_turn"))
+        return ModelReply(
+            text=text,
+            tool_calls=calls,
+            stop_reason=_STOP.get(stop, stop),
+            usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+            model=str(data.get("model") or self.model),
+        )
+
+    def _read_stream(
+        self, response: httpx.Response, attempt: Attempt, on_text: TextCallback | None, cancel: CancelToken
+    ) -> ModelReply:
+        texts: list[str] = []
+        blocks: dict[int, dict[str, Any]] = {}
+        stop = "end_turn"
+        usage = Usage()
+        model = self.model
+        done = False
+        for _event, data in iter_sse(response.iter_lines()):
+            if cancel.cancelled:
+                return ModelReply(text="".join(texts), stop_reason="cancelled", usage=usage, model=model)
+            if done:
+                continue  # read on to the end of the body, so the connection goes back to the pool
+            try:
+                event = json.loads(data)
+            except ValueError:
+                raise self._protocol_error(f"unreadable stream event {data[:100]!r}") from None
+            if not isinstance(event, dict):
+                continue
+            kind = event.get("type")
+            if kind == "message_start":
+                message = event.get("message") or {}
+                model = str(message.get("model") or model)
+                usage.input_tokens = int((message.get("usage") or {}).get("input_tokens") or 0)
+            elif kind == "content_block_start":
+                block = dict(event.get("content_block") or {})
+                block["_json"] = ""
+                blocks[int(event.get("index", len(blocks)))] = block
+            elif kind == "content_block_delta":
+                block = blocks.setdefault(int(event.get("index", 0)), {"type": "text", "_json": ""})
+                delta = event.get("delta") or {}
+                if delta.get("type") == "text_delta":
+                    piece = str(delta.get("text", ""))
+                    texts.append(piece)
+                    if piece and on_text is not None:
+                        attempt.emitted = True
+                        on_text(piece)
+                elif delta.get("type") == "input_json_delta":
+                    block["_json"] += str(delta.get("partial_json", ""))
+            elif kind == "message_delta":
+                stop = str((event.get("delta") or {}).get("stop_reason") or stop)
+                usage.output_tokens = int(
+                    (event.get("usage") or {}).get("output_tokens") or usage.output_tokens
+                )
+            elif kind == "error":
+                error = event.get("error") or {}
+                retryable = error.get("type") in _RETRYABLE_ERRORS
+                raise ModelError(
+                    f"model {self.name!r}: the stream ended with {error.get('type', 'an error')}: "
+                    f"{error.get('message', '')}",
+                    kind="server" if retryable else "protocol",
+                    retryable=retryable,
+                )
+            elif kind == "message_stop":
+                done = True
+        if cancel.cancelled:
+            return ModelReply(text="".join(texts), stop_reason="cancelled", usage=usage, model=model)
+        calls = []
+        for _, block in sorted(blocks.items()):
+            if block.get("type") != "tool_use":
+                continue
+            arguments = block["_json"]
+            if not arguments.strip():
+                initial = block.get("input")
+                arguments = json.dumps(initial) if isinstance(initial, dict) else "{}"
+            calls.append(
+                ToolCall(
+                    id=str(block.get("id") or new_call_id()),
+                    name=str(block.get("name", "")),
+                    arguments=arguments,
+                )
+            )
+        return ModelReply(
+            text="".join(texts), tool_calls=calls, stop_reason=_STOP.get(stop, stop), usage=usage, model=model
+        )
