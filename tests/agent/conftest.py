@@ -2,39 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
-from scripted_llm import ScriptedLLM
+from agent_support import MakeSystem
 
 import hermes_builtin.plugin
 from hermes_core import ToolSystem
-
-MakeSystem = Callable[..., ToolSystem]
-
-# (provider, stream): every loop test runs against each wire format
-WIRES = [("openai", True), ("openai", False), ("anthropic", True), ("anthropic", False)]
-WIRE_IDS = ["openai-sse", "openai-json", "anthropic-sse", "anthropic-json"]
-
-
-def model_table(
-    llm: ScriptedLLM, provider: str = "openai", stream: bool = True, **extra: Any
-) -> dict[str, Any]:
-    """A ``[models.NAME]`` table for the scripted server (retries fast, no real key)."""
-    url = llm.anthropic_url if provider == "anthropic" else llm.openai_url
-    table: dict[str, Any] = {
-        "provider": provider,
-        "base_url": url,
-        "model": f"scripted-{provider}",
-        "stream": stream,
-        "timeout": 10.0,
-        "max_retries": 2,
-    }
-    table.update(extra)
-    return table
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 import tomlkit
+from agent_support import model_table
 from click.testing import CliRunner, Result
-from conftest import model_table
 from scripted_llm import Reply, Request, ScriptedLLM, call, calls, say, status
 
 from hermes_core.cli import cli

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import WIRE_IDS, WIRES, MakeSystem, model_table
+from agent_support import WIRE_IDS, WIRES, MakeSystem, model_table
 from scripted_llm import Reply, Request, ScriptedLLM, call, calls, say, status
 
 from hermes_core import ToolError, hookimpl

@@ -8,7 +8,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-from conftest import MakeSystem, model_table
+from agent_support import MakeSystem, model_table
 from scripted_llm import Reply, Request, ScriptedLLM, call, calls, say, status
 
 from hermes_core.agent import Agent, AgentEvent, TextDelta, run_agent

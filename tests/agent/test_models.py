@@ -6,7 +6,7 @@ import socket
 from typing import Any
 
 import pytest
-from conftest import MakeSystem, model_table
+from agent_support import MakeSystem, model_table
 from scripted_llm import Reply, ScriptedLLM, call, calls, say, status
 
 from hermes_core.config import ConfigError, load_config
