@@ -19,6 +19,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "kanban",
     "cronjob",
     "code_execution",
+    "web",
 )
 
 
