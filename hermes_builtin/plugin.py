@@ -20,6 +20,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "cronjob",
     "code_execution",
     "web",
+    "vision",
 )
 
 

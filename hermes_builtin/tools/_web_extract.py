@@ -44,12 +44,25 @@ class Page:
     redirects: tuple[str, ...] = ()
 
 
-def fetch(client: httpx.Client, settings: WebSettings, url: str) -> Page:
-    """GET ``url`` (following up to ``max_redirects`` redirects) and convert it; ``ToolError`` on failure."""
+@dataclass(frozen=True, slots=True)
+class Download:
+    """A fetched body with where it ended up and the redirects that led there."""
+
+    url: str
+    final_url: str
+    content_type: str
+    charset: str | None
+    body: bytes
+    redirects: tuple[str, ...] = ()
+
+
+def download(client: httpx.Client, settings: WebSettings, url: str, max_bytes: int | None = None) -> Download:
+    """GET ``url`` following up to ``max_redirects`` redirects, each hop vetted; ``ToolError`` on failure."""
     import httpx
 
     from hermes_core.safehttp import BlockedRequestError
 
+    limit = max_bytes or settings.max_bytes
     hops: list[str] = []
     current = url
     for _ in range(settings.max_redirects + 1):
@@ -64,12 +77,10 @@ def fetch(client: httpx.Client, settings: WebSettings, url: str) -> Page:
                     current = nxt
                     continue
                 if response.status_code >= 400:
-                    raise ToolError(
-                        f"{current} answered HTTP {response.status_code} {response.reason_phrase}"
-                    )
+                    raise ToolError(f"{current} answered HTTP {response.status_code} {response.reason_phrase}")
                 ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
-                body = _read_limited(response, settings.max_bytes, current)
-                charset = response.charset_encoding
+                body = _read_limited(response, limit, current)
+                return Download(url, current, ctype, response.charset_encoding, body, tuple(hops))
         except BlockedRequestError as err:
             hop = f" (redirected from {hops[-1]})" if hops else ""
             raise ToolError(f"refused to fetch {current}{hop}: {err.reason}", retryable=False) from None
@@ -77,9 +88,14 @@ def fetch(client: httpx.Client, settings: WebSettings, url: str) -> Page:
             raise ToolError(f"{current} did not answer within {settings.timeout:g} s") from None
         except httpx.HTTPError as err:
             raise ToolError(f"could not fetch {current}: {type(err).__name__}: {err}") from None
-        title, text, kind = convert(body, ctype, charset, current)
-        return Page(url, current, title, kind, text, tuple(hops))
     raise ToolError(f"{url}: more than {settings.max_redirects} redirects (last: {current})")
+
+
+def fetch(client: httpx.Client, settings: WebSettings, url: str) -> Page:
+    """Download ``url`` and convert it to text (see ``convert``)."""
+    got = download(client, settings, url)
+    title, text, kind = convert(got.body, got.content_type, got.charset, got.final_url)
+    return Page(url, got.final_url, title, kind, text, got.redirects)
 
 
 def _read_limited(response: httpx.Response, limit: int, url: str) -> bytes:

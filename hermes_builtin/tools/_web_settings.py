@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hermes_core.security import NetworkPolicy
+if TYPE_CHECKING:
+    from hermes_core.security import NetworkPolicy
 
 BACKENDS = ("searxng", "brave", "tavily", "exa")
 # The key that makes each backend usable, and its default endpoint (``<name>_url`` overrides it).
@@ -58,6 +59,8 @@ def _int(section: Mapping[str, Any], where: str, key: str, default: int, low: in
 
 
 def policy_from(section: Mapping[str, Any], where: str) -> NetworkPolicy:
+    from hermes_core.security import NetworkPolicy
+
     try:
         return NetworkPolicy.from_config(section)
     except ValueError as err:
@@ -75,7 +78,7 @@ class WebSettings:
     max_redirects: int = 5
     max_retry_wait: float = 10.0
     user_agent: str = USER_AGENT
-    policy: NetworkPolicy = field(default_factory=NetworkPolicy)
+    policy: NetworkPolicy | None = None
 
     @classmethod
     def from_config(cls, section: Mapping[str, Any]) -> WebSettings:
