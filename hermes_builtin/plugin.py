@@ -21,6 +21,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "code_execution",
     "web",
     "vision",
+    "browser",
 )
 
 

@@ -77,7 +77,9 @@ def download(client: httpx.Client, settings: WebSettings, url: str, max_bytes: i
                     current = nxt
                     continue
                 if response.status_code >= 400:
-                    raise ToolError(f"{current} answered HTTP {response.status_code} {response.reason_phrase}")
+                    raise ToolError(
+                        f"{current} answered HTTP {response.status_code} {response.reason_phrase}"
+                    )
                 ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
                 body = _read_limited(response, limit, current)
                 return Download(url, current, ctype, response.charset_encoding, body, tuple(hops))
