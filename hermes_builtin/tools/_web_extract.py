@@ -88,6 +88,8 @@ def download(client: httpx.Client, settings: WebSettings, url: str, max_bytes: i
             raise ToolError(f"refused to fetch {current}{hop}: {err.reason}", retryable=False) from None
         except httpx.TimeoutException:
             raise ToolError(f"{current} did not answer within {settings.timeout:g} s") from None
+        except httpx.InvalidURL as err:
+            raise ToolError(f"not a usable URL: {current} ({err})", retryable=False) from None
         except httpx.HTTPError as err:
             raise ToolError(f"could not fetch {current}: {type(err).__name__}: {err}") from None
     raise ToolError(f"{url}: more than {settings.max_redirects} redirects (last: {current})")

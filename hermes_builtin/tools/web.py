@@ -146,6 +146,17 @@ class _PageCache:
                 self.pages.popitem(last=False)
 
 
+def _refuse_literal(host: str, url: str, settings: WebSettings) -> None:
+    """An address written into the URL (in any spelling, some of which httpx will not even parse) is judged
+    here without a lookup; names are judged when the connection is made."""
+    from hermes_core.security import NetworkPolicy, check_url, parse_ip_literal
+
+    if parse_ip_literal(host) is not None:
+        verdict = check_url(url, settings.policy or NetworkPolicy())
+        if not verdict.allowed:
+            raise ToolError(f"refused to fetch {url}: {verdict.reason}", retryable=False)
+
+
 def web_extract(url: str, offset: int = 0, max_chars: int = PAGE_CHARS, *, context: CallContext) -> str:
     """A page of ``url``'s text (see ``EXTRACT_SCHEMA``)."""
     from urllib.parse import urlsplit
@@ -161,6 +172,7 @@ def web_extract(url: str, offset: int = 0, max_chars: int = PAGE_CHARS, *, conte
         raise ToolError(f"not a usable URL: {err}", retryable=False) from None
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise ToolError(f"not a usable URL: {url!r}; give a full http:// or https:// URL", retryable=False)
+    _refuse_literal(parts.hostname, url, settings)
     cache: _PageCache = context.stash("web.pages", _PageCache)
     page = cache.get(url) if offset else None
     if page is None:
