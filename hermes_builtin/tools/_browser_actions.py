@@ -87,7 +87,8 @@ async def navigate(session: BrowserSession, url: str) -> str:
             raise ToolError(
                 f"refused to open {blocked[0].target}: {blocked[0].reason}", retryable=False
             ) from None
-        raise ToolError(f"could not open {url}: {first_line(err)}") from None
+        hint = "; it is a download: read it with web_extract" if "Download is starting" in str(err) else ""
+        raise ToolError(f"could not open {url}: {first_line(err)}{hint}") from None
     blocked = proxy.blocked_since(mark)
     if any(b.target == page.url for b in blocked):  # the document itself (a redirect hop) was refused
         hit = next(b for b in blocked if b.target == page.url)

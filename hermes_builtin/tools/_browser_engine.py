@@ -149,6 +149,7 @@ class BrowserSession:
         self.last_snapshot = ""
         self.closed = False
         self._opening = asyncio.Lock()  # binds to the engine's loop on first use
+        self._adopted: list[Any] = []
 
     async def ensure_open(self) -> None:
         async with self._opening:
@@ -166,10 +167,13 @@ class BrowserSession:
         context.set_default_navigation_timeout(settings.navigation_timeout * 1000)
         context.on("page", self._adopt)
         self.context = context
-        await context.new_page()  # the "page" event makes it current
+        self._adopt(await context.new_page())  # the "page" event may have adopted it already
 
     def _adopt(self, page: Any) -> None:
         """A new page (the first one, a popup or a target=_blank link) becomes the current one."""
+        if any(p is page for p in self._adopted):
+            return
+        self._adopted.append(page)
         page.on("console", lambda msg: self.console.append(_console_line(msg)))
         page.on("pageerror", lambda err: self.console.append(f"[pageerror] {first_line(err)}"))
         page.on("close", lambda closed: self._closed_page(closed))
@@ -177,6 +181,7 @@ class BrowserSession:
         self.snapshotted = False
 
     def _closed_page(self, page: Any) -> None:
+        self._adopted = [p for p in self._adopted if p is not page]
         if page is self.page and self.context is not None:
             alive = [p for p in self.context.pages if not p.is_closed()]
             self.page = alive[-1] if alive else None
@@ -184,7 +189,7 @@ class BrowserSession:
     async def current_page(self) -> Any:
         if self.page is None or self.page.is_closed():
             self.page = None
-            await self.context.new_page()
+            self._adopt(await self.context.new_page())
         return self.page
 
     async def aclose(self) -> None:
