@@ -76,6 +76,9 @@ def _site(internal: HTTPServer) -> Callable[[Request], Response]:
             )
         if path == "/jump":
             return Response("", status=302, headers={"Location": f"{inside}/secret"})
+        if path == "/slow":
+            time.sleep(6)
+            return _page("Slow", "<p>finally</p>")
         if path == "/set-cookie":
             return _page("Cookie", "<script>document.cookie = 'flavour=oat; path=/';</script><p>set</p>")
         if path == "/show-cookie":
@@ -109,7 +112,7 @@ def internal() -> Iterator[HTTPServer]:
 
 @pytest.fixture(scope="module")
 def site(internal: HTTPServer) -> Iterator[HTTPServer]:
-    server = HTTPServer(host="127.0.0.2", port=0)
+    server = HTTPServer(host="127.0.0.2", port=0, threaded=True)
     server.expect_request(re.compile(".*")).respond_with_handler(_site(internal))
     server.start()
     yield server
@@ -303,9 +306,13 @@ def _processes_mentioning(needle: str) -> list[int]:
 
 
 @needs_browser
-def test_close_ends_chromium_and_the_driver(site: HTTPServer, tmp_path: Path) -> None:
-    system = _load(_config(site), tmp_path)
-    assert "Welcome" in system.call("browser_navigate", {"url": site.url_for("/")})
+def test_a_timeout_stops_the_call_and_close_ends_chromium(site: HTTPServer, tmp_path: Path) -> None:
+    config = {**_config(site), "limits": {"tools": {"browser_navigate": {"timeout": 2}}}}
+    system = _load(config, tmp_path)
+    assert "Page:" in system.call("browser_snapshot", {})  # starts Chromium outside the 2 s budget
+    slow = system.call_outcome("browser_navigate", {"url": site.url_for("/slow")})
+    assert slow.status == "error" and "timed out after 2 s" in slow.result
+    assert "Welcome" in system.call("browser_navigate", {"url": site.url_for("/")})  # still usable
     engine = system.stash("browser.engine", lambda: None)
     marker = f"--proxy-server=http://127.0.0.1:{engine.proxy.port}"
     assert _processes_mentioning(marker), "chromium should be running"
