@@ -336,3 +336,47 @@ def test_hidden_with_the_reason_when_no_browser_can_run(
     assert off.hidden()["browser_click"] == "disabled by [plugins.browser] enabled = false"
     refused = off.call_outcome("browser_navigate", {"url": "http://example.org/"})
     assert refused.status == "error" and "is not available right now" in refused.result
+
+
+def test_hidden_when_playwright_is_missing(
+    make_builtin_system: Callable[..., ToolSystem], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *args: None if name == "playwright" else real(name, *args)
+    )
+    system = make_builtin_system()
+    assert (
+        system.hidden()["browser_snapshot"]
+        == "Playwright is not installed (pip install 'hermes-tools[browser]')"
+    )
+
+
+def test_compact_snapshots_drop_noise_but_keep_refs() -> None:
+    from hermes_builtin.tools._snapshot import compact, cut
+
+    raw = "\n".join(
+        [
+            "- generic [active] [ref=e1]:",
+            "  - navigation [ref=e2]:",
+            '    - link "Docs" [ref=e3] [cursor=pointer]:',
+            "      - /url: /docs",
+            "  - generic [ref=f1e4]:",
+            '    - textbox "Search" [ref=f1e5]',
+            '    - button "Go" [ref=f1e6] [cursor=pointer]',
+            '  - generic "labelled group" [ref=e7]:',
+            "    - text: kept",
+        ]
+    )
+    assert compact(raw).splitlines() == [
+        "- navigation [ref=e2]:",
+        '  - link "Docs" [ref=e3] -> /docs',
+        '- textbox "Search" [ref=f1e5]',
+        '- button "Go" [ref=f1e6]',
+        '- generic "labelled group" [ref=e7]:',
+        "  - text: kept",
+    ]
+    long = "\n".join(f"- listitem [ref=e{i}]: item {i}" for i in range(1000))
+    shown = cut(long, 1000, "ask for more")
+    assert len(shown) < 1100 and shown.endswith("characters; ask for more]")
+    assert shown.splitlines()[-2].startswith("- listitem")  # cut on a line boundary
