@@ -39,7 +39,7 @@ CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-st
 # Headless, as root in a container (no sandbox, no GPU), and nothing that phones home on its own: the machine
 # may have no network, and background traffic would only wait on the proxy.
 CHROMIUM_ARGS = (
-    "--headless=new",
+    "--headless",
     "--no-sandbox",
     "--disable-gpu",
     "--disable-dev-shm-usage",

@@ -77,7 +77,6 @@ def call_json(
     url: str,
     *,
     max_wait: float = 10.0,
-    sleep: Any = time.sleep,
     **kwargs: Any,
 ) -> Any:
     """Send a request and return its JSON body; ``ServiceError`` on any failure (after short rate-limit waits)."""
@@ -94,7 +93,7 @@ def call_json(
         if status in RETRY_STATUSES:
             wait = retry_after(response)
             if attempt < MAX_ATTEMPTS and wait is not None and wait <= max_wait:
-                sleep(wait)
+                time.sleep(wait)
                 continue
             what = "rate limit reached" if status == 429 else "temporarily unavailable"
             hint = f"; retry after {wait:.0f} s" if wait is not None else "; retry later"
