@@ -23,11 +23,12 @@ if TYPE_CHECKING:
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 TEXT_TYPES = ("text/", "application/json", "application/xml", "application/javascript", "application/x-yaml")
 MAX_PDF_PAGES = 500
-_NOISE = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "embed", "head")
-_CHROME = (
-    "nav, footer, aside, [hidden], [aria-hidden=true], [role=navigation], [role=banner], "
-    "[role=contentinfo], [role=complementary], [role=search]"
+# Removed with their content: code, embedded objects and page chrome (navigation, footers, sidebars).
+_DROP = frozenset(
+    {"script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "embed", "head"}
+    | {"nav", "footer", "aside"}
 )
+_CHROME_ROLES = frozenset(("navigation", "banner", "contentinfo", "complementary", "search"))
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 _BLANKS = re.compile(r"\n{3,}")
 
@@ -175,24 +176,32 @@ def html_to_markdown(markup: str, base_url: str) -> tuple[str, str]:
 
     soup = BeautifulSoup(markup, "html.parser")
     title = soup.title.get_text(" ", strip=True) if soup.title else ""
-    for tag in soup(list(_NOISE)):
-        tag.decompose()
-    for tag in soup.select(_CHROME):
-        tag.decompose()
+    # one pass over the tags (CSS selectors cost more than the whole conversion on large pages)
+    for tag in soup.find_all(True):
+        if tag.decomposed:
+            continue
+        attrs = tag.attrs
+        if (
+            tag.name in _DROP
+            or "hidden" in attrs
+            or attrs.get("aria-hidden") == "true"
+            or attrs.get("role") in _CHROME_ROLES
+        ):
+            tag.decompose()
+        elif tag.name == "a" and "href" in attrs:
+            href = str(attrs["href"]).strip()
+            if href.lower().startswith(("javascript:", "data:")):
+                tag.unwrap()
+            else:
+                attrs["href"] = urljoin(base_url, href)
+        elif tag.name == "img":
+            src = str(attrs.get("src") or "").strip()
+            if not src or src.lower().startswith("data:"):
+                tag.decompose()
+            else:
+                attrs["src"] = urljoin(base_url, src)
     articles = soup.find_all("article")
     root: Any = soup.find("main") or (articles[0] if len(articles) == 1 else None) or soup.body or soup
-    for link in root.find_all("a", href=True):
-        href = link["href"].strip()
-        if href.lower().startswith(("javascript:", "data:")):
-            link.unwrap()
-        else:
-            link["href"] = urljoin(base_url, href)
-    for img in root.find_all("img"):
-        src = (img.get("src") or "").strip()
-        if not src or src.lower().startswith("data:"):
-            img.decompose()
-        else:
-            img["src"] = urljoin(base_url, src)
     converter = MarkdownConverter(
         heading_style="ATX", bullets="-", escape_underscores=False, escape_misc=False
     )
