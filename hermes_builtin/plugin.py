@@ -28,6 +28,9 @@ TOOL_MODULES: tuple[str, ...] = (
     "discord_tools",
     "homeassistant",
     "feishu",
+    "web",
+    "vision",
+    "browser",
 )
 
 

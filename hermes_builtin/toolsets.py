@@ -21,6 +21,22 @@ CORE: list[str] = [
     "skill_view",
     "skill_manage",
     "delegate_task",
+    "web_search",  # hidden until a search backend is configured
+    "web_extract",
+    "vision_analyze",  # hidden until a vision model is configured
+]
+
+BROWSER_TOOLS: list[str] = [
+    "browser_navigate",
+    "browser_snapshot",
+    "browser_click",
+    "browser_type",
+    "browser_scroll",
+    "browser_back",
+    "browser_press",
+    "browser_get_images",
+    "browser_console",
+    "browser_vision",
 ]
 
 TOOLSETS: dict[str, dict[str, Any]] = {
@@ -30,7 +46,11 @@ TOOLSETS: dict[str, dict[str, Any]] = {
         "description": "An agent embedded in another application (adds the shared task board and scheduler).",
         "includes": ["hermes-core", "kanban", "cronjob"],
     },
-    "debugging": {"description": "Run, read and fix code.", "includes": ["terminal", "file"]},
+    "debugging": {"description": "Run, read and fix code.", "includes": ["terminal", "file", "web"]},
+    "browser": {
+        "description": "Drive a headless browser, and search the web.",
+        "tools": [*BROWSER_TOOLS, "web_search"],
+    },
     "safe": {
         "description": "Nothing that runs commands or writes files.",
         "tools": [

@@ -2,6 +2,7 @@
 
 ``classify_command`` judges shell commands, ``check_path`` judges file paths, ``redact`` strips secrets from
 text headed to the model or the logs, and the approval classes decide whether a human said yes.
+``check_url`` and ``NetworkPolicy`` judge outbound URLs (the SSRF guard; ``hermes_core.safehttp`` enforces it).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ._approval import (
 from ._command import MAX_COMMAND_CHARS, classify_command, normalize_command
 from ._paths import check_path, resolve_path
 from ._redact import redact
+from ._ssrf import BlockedURLError, NetworkPolicy, UrlVerdict, check_url, parse_ip_literal
 from ._verdicts import CommandVerdict, Finding, MalformedPathError, PathVerdict
 
 __all__ = [
@@ -32,16 +34,21 @@ __all__ = [
     "ApprovalRequest",
     "ApprovalStore",
     "Approver",
+    "BlockedURLError",
     "CallbackApprover",
     "CommandVerdict",
     "Finding",
     "HeadlessApprover",
     "MalformedPathError",
+    "NetworkPolicy",
     "PathVerdict",
     "TerminalApprover",
+    "UrlVerdict",
     "check_path",
+    "check_url",
     "classify_command",
     "normalize_command",
+    "parse_ip_literal",
     "redact",
     "resolve_path",
 ]
