@@ -89,8 +89,11 @@ class ToolSystem:
         checker = SchemaChecker(self.cache_dir / "schema-verdicts.json") if check_schemas else None
         self._schema_checker = checker
         self.registry = ToolRegistry(schema_checker=checker)
-        self.host = PluginHost(self.registry, strict=strict, blocked=blocked)
+        self.host = PluginHost(
+            self.registry, strict=strict, blocked=blocked, overrides=self.config.tool_overrides
+        )
         self.toolsets = Toolsets(self.registry)
+        self.host.on_evict = self.toolsets.remove_plugin
         self.toolset_errors: list[str] = []
         self.availability = Availability(
             ttl=self.config.check_ttl, timeout=self.config.check_timeout, system=self
@@ -159,10 +162,18 @@ class ToolSystem:
             host.load_entry_points(
                 system.cache_dir / "entry-points.json", frozenset(only) if only is not None else None
             )
+        # the built-ins register before any drop-in file runs or any other plugin is added: they own their names
+        others = []
+        for plugin in plugins:
+            if host.is_first_party_object(plugin):
+                host.add_plugin(plugin)
+            else:
+                others.append(plugin)
+        host.run_register_tools(first_party_only=True)
         if plugins_dir is not False:
             directory = Path(plugins_dir).expanduser() if plugins_dir is not None else paths.plugins_dir()
             host.load_directory(directory, system.cache_dir)
-        for plugin in plugins:
+        for plugin in others:
             host.add_plugin(plugin)
         host.run_register_tools()
         host.run_register_toolsets(system.toolsets.define_many)
