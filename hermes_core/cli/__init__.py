@@ -7,6 +7,7 @@ plugin command reaches the invocation's tool system with ``current_system()``.
 from __future__ import annotations
 
 from ._app import HermesGroup, cli
+from ._approvals import approvals_group
 from ._call import EXIT_CODES, call_command
 from ._config_cmd import config_group
 from ._plugins import plugins_group
@@ -27,6 +28,7 @@ __all__ = [
 
 for _command in (tools_group, toolsets_command, schema_group, call_command, plugins_group, config_group):
     cli.add_command(_command)
+cli.add_command(approvals_group)
 
 
 def main() -> None:

@@ -2,6 +2,8 @@
 
 ``classify_command`` judges shell commands, ``check_path`` judges file paths, ``redact`` strips secrets from
 text headed to the model or the logs, and the approval classes decide whether a human said yes.
+``protected_roots()`` lists hermes's own state (config, approvals, data, cache, plugins, results) that no tool
+may change; ``standing_approvals``/``revoke_approvals`` read and narrow the persisted "always" grants.
 """
 
 from __future__ import annotations
@@ -17,9 +19,12 @@ from ._approval import (
     CallbackApprover,
     HeadlessApprover,
     TerminalApprover,
+    revoke_approvals,
+    standing_approvals,
 )
 from ._command import MAX_COMMAND_CHARS, classify_command, normalize_command
 from ._paths import check_path, resolve_path
+from ._protected import ProtectedRoot, protect_path, protected_roots
 from ._redact import redact
 from ._verdicts import CommandVerdict, Finding, MalformedPathError, PathVerdict
 
@@ -38,10 +43,15 @@ __all__ = [
     "HeadlessApprover",
     "MalformedPathError",
     "PathVerdict",
+    "ProtectedRoot",
     "TerminalApprover",
     "check_path",
     "classify_command",
     "normalize_command",
+    "protect_path",
+    "protected_roots",
     "redact",
     "resolve_path",
+    "revoke_approvals",
+    "standing_approvals",
 ]
