@@ -106,6 +106,7 @@ class ToolSystem:
         self._selections: dict[tuple[Any, ...], _Selection] = {}
         self._default_selection: _Selection | None = None
         self._default_enabled = tuple(self.config.enabled_toolsets or (ALL,))
+        self._default_disabled: tuple[str, ...] | None = None  # the host's selection (load(disabled=...))
         from .pipeline import Pipeline
 
         self.pipeline = Pipeline(self)
@@ -132,6 +133,8 @@ class ToolSystem:
         session_id: str = "default",
         check_schemas: bool = True,
         mcp: bool = True,
+        enabled: Names = None,
+        disabled: Names = None,
     ) -> ToolSystem:
         """Build a system: read the config, load entry points, drop-ins and ``plugins``, run their hooks.
 
@@ -139,6 +142,10 @@ class ToolSystem:
         ``HERMES_LOAD_PLUGINS`` (comma-separated names) limits which entry points load, ``HERMES_BLOCK_PLUGINS``
         and the config's ``plugins.blocked`` block some, ``HERMES_STRICT_PLUGINS=1`` or ``strict=True`` turn a
         broken plugin into an error. Broken plugins are otherwise recorded in ``system.plugin_records()``.
+
+        ``enabled``/``disabled`` (toolsets or tool names) set the host's selection, replacing the config's: it is
+        what ``definitions()`` offers and all that ``call()``, ``acall()`` and ``call_many()`` will run when a
+        call passes no selection of its own; a call to any other tool is refused with a message for the model.
         """
         cfg = load_config(config)
         if strict is None:
@@ -154,6 +161,10 @@ class ToolSystem:
             strict=strict,
             blocked=blocked_all,
         )
+        if enabled is not None:
+            system._default_enabled = _names_key(enabled) or ()
+        if disabled is not None:
+            system._default_disabled = _names_key(disabled)
         host = system.host
         if load_entry_points:
             only = _env_list("HERMES_LOAD_PLUGINS")
@@ -278,7 +289,13 @@ class ToolSystem:
         enabled, disabled, disabled_tools = key
         selected = self.toolsets.resolve(
             enabled if enabled is not None else self._default_enabled,
-            disabled if disabled is not None else self.config.disabled_toolsets,
+            disabled
+            if disabled is not None
+            else (
+                self._default_disabled
+                if self._default_disabled is not None
+                else self.config.disabled_toolsets
+            ),
             disabled_tools if disabled_tools is not None else self.config.disabled_tools,
         )
         entries = [e for e in self.registry.entries() if e.name in selected]
