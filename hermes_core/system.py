@@ -187,7 +187,7 @@ class ToolSystem:
         for plugin in others:
             host.add_plugin(plugin)
         host.run_register_tools()
-        host.run_register_toolsets(system.toolsets.define_many)
+        host.run_register_toolsets(system._define_plugin_toolsets)
         for name, spec in cfg.custom_toolsets.items():
             system._define_config_toolset(name, spec)
         if system._schema_checker is not None:
@@ -196,6 +196,22 @@ class ToolSystem:
         if mcp and cfg.mcp_servers:
             system._start_mcp()
         return system
+
+    def _define_plugin_toolsets(self, specs: Mapping[str, Any], plugin: str | None) -> None:
+        """A plugin's composite toolsets; a built-in composite (``hermes-cli``...) is the built-ins' alone."""
+        from .toolsets import ToolsetError
+
+        first_party = self.host.arbiter.first_party
+        if plugin not in first_party:
+            owners = self.toolsets.composites()
+            for name in specs:
+                owner = owners.get(name)
+                if owner is not None and owner.plugin in first_party:
+                    raise ToolsetError(
+                        f"toolset {name!r} belongs to the built-ins (plugin {owner.plugin!r}); plugin "
+                        f"{plugin!r} may not redefine it: give the toolset another name"
+                    )
+        self.toolsets.define_many(specs, plugin)
 
     def _define_config_toolset(self, name: str, spec: Any) -> None:
         """A ``[toolsets.custom]`` entry; a bad one is recorded (the doctor shows it), not fatal."""
@@ -240,7 +256,7 @@ class ToolSystem:
         record = self.host.add_plugin(plugin, name)
         if record.status == "loaded":
             self.host.run_register_tools(only=plugin)
-            self.host.run_register_toolsets(self.toolsets.define_many, only=plugin)
+            self.host.run_register_toolsets(self._define_plugin_toolsets, only=plugin)
         self.pipeline.refresh_hooks()
         return record
 

@@ -314,7 +314,7 @@ class PluginHost:
 
         A bad definition is recorded on the plugin (its tools stay registered); strict mode raises.
         """
-        for impl in reversed(self.pm.hook.register_toolsets.get_hookimpls()):
+        for impl in self._first_party_first(reversed(self.pm.hook.register_toolsets.get_hookimpls())):
             if only is not None and impl.plugin is not only:
                 continue
             record = self._record_for(impl.plugin)
