@@ -107,15 +107,9 @@ def protect_path(path: str | os.PathLike[str]) -> None:
 
 
 _extra_version = 0
-_ENV_KEYS = (
-    "HERMES_HOME",
-    "HOME",
-    "XDG_CONFIG_HOME",
-    "XDG_DATA_HOME",
-    "XDG_CACHE_HOME",
-    "APPDATA",
-    "LOCALAPPDATA",
-)
+_ENV_KEYS: tuple[str, ...] = ("HERMES_HOME", "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME")
+if os.name != "posix":
+    _ENV_KEYS += ("APPDATA", "LOCALAPPDATA", "USERPROFILE")
 _Spec = tuple[str, str, bool, bool]  # lexical path, what it holds, reads refused, workspace exempt
 _specs_memo: dict[tuple[object, ...], tuple[list[_Spec], list[str]]] = {}
 _roots_memo: dict[tuple[object, ...], tuple[tuple[object, ...], list[ProtectedRoot]]] = {}
@@ -188,7 +182,7 @@ def _fingerprint(bases: list[str]) -> tuple[object, ...]:
 def _compute_roots() -> list[ProtectedRoot]:
     with _extra_lock:
         version = _extra_version
-    key = (*(os.environ.get(k) for k in _ENV_KEYS), version)
+    key = (*map(os.environ.get, _ENV_KEYS), version)
     specs, bases = _specs(key)
     stamp = _fingerprint(bases)
     memo = _roots_memo.get(key)
@@ -198,31 +192,45 @@ def _compute_roots() -> list[ProtectedRoot]:
     for path, holds, no_read, exempt in specs:
         for form in (path, _real(path)):  # as configured, and with every symlink resolved
             roots.setdefault(form, ProtectedRoot(form, holds, no_read, exempt))
-    ordered = sorted(roots.values(), key=lambda r: -len(r.path))
+    ordered = RootList(sorted(roots.values(), key=lambda r: -len(r.path)))
     if len(_roots_memo) > 64:
         _roots_memo.clear()
     _roots_memo[key] = (stamp, ordered)
     return ordered
 
 
-_snapshot: ContextVar[list[ProtectedRoot] | None] = ContextVar("hermes_protected_roots", default=None)
+class RootList(list[ProtectedRoot]):
+    """The roots, with the tuple of their paths for a quick first test (``str.startswith`` of a tuple)."""
+
+    def __init__(self, roots: list[ProtectedRoot]) -> None:
+        super().__init__(roots)
+        self.prefixes = tuple(r.path for r in roots)
+
+
+_snapshot: ContextVar[list[list[ProtectedRoot] | None] | None] = ContextVar(
+    "hermes_protected_roots", default=None
+)
 
 
 @contextlib.contextmanager
-def roots_snapshot() -> Iterator[list[ProtectedRoot]]:
-    """Use one ``protected_roots()`` for the whole block (one command judged as a whole)."""
-    roots = _compute_roots()
-    token = _snapshot.set(roots)
+def roots_snapshot() -> Iterator[None]:
+    """Compute ``protected_roots()`` at most once in the block (one command judged as a whole)."""
+    token = _snapshot.set([None])
     try:
-        yield roots
+        yield
     finally:
         _snapshot.reset(token)
 
 
 def protected_roots() -> list[ProtectedRoot]:
     """Every protected place, most specific first, each as configured and with its symlinks resolved."""
-    snap = _snapshot.get()
-    return snap if snap is not None else _compute_roots()
+    box = _snapshot.get()
+    if box is None:
+        return _compute_roots()
+    roots = box[0]
+    if roots is None:
+        roots = box[0] = _compute_roots()
+    return roots
 
 
 def _inside(path: str, root: str) -> bool:
@@ -240,8 +248,11 @@ def protected_reason(
     ``workspace`` (one path, or its forms as given and resolved) exempts a workspace inside ``HERMES_HOME``;
     ``roots`` saves recomputing ``protected_roots()`` in a loop.
     """
+    roots = protected_roots() if roots is None else roots
+    if isinstance(roots, RootList) and not path.startswith(roots.prefixes):
+        return None  # the common case: nowhere near hermes's state
     spaces = (workspace,) if isinstance(workspace, str) else (workspace or ())
-    for root in protected_roots() if roots is None else roots:
+    for root in roots:
         if not _inside(path, root.path):
             continue
         if root.workspace_exempt and any(_inside(path, ws) for ws in spaces):
@@ -308,10 +319,6 @@ def _absolute(az: Analyzer, raw: str) -> str | None:
     return _lexical(path)
 
 
-def _looks_like_path(raw: str) -> bool:
-    return "/" in raw or raw.startswith(("~", "."))
-
-
 @functools.lru_cache(maxsize=64)
 def _spaces(workspace: str | None) -> tuple[str, ...]:
     """A workspace as given and resolved (a stale entry only narrows the ``HERMES_HOME`` exemption)."""
@@ -325,13 +332,10 @@ def _spaces(workspace: str | None) -> tuple[str, ...]:
 def _judge_word(
     raw: str, path: str, op: str, spaces: tuple[str, ...], roots: list[ProtectedRoot]
 ) -> str | None:
-    """Lexical first (no system call); symlinks are resolved only for words written as paths."""
-    reason = protected_reason(path, op, spaces, roots)
-    if reason is None and _looks_like_path(raw):
-        real = _real(path)
-        if real != path:
-            reason = protected_reason(real, op, spaces, roots)
-    return reason
+    """Judge a command's word by its text against the roots as configured and as resolved, without a system
+    call per word: the command has not run, and a link it would follow is made by code the guard cannot see
+    either (the file tools, which do resolve, and the sandbox are the walls for that)."""
+    return protected_reason(path, op, spaces, roots)
 
 
 def path_risk(path: str, workspace: str | None, raw: str | None = None) -> str | None:
