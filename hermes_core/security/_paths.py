@@ -7,9 +7,9 @@ symlink in the workspace that points at a private key is judged as the key.
 Refused: credential stores and private keys (read and write), ``/proc/*/environ``, hermes's own state (writes
 into its config, data, cache, plugins and results directories, for ``HERMES_HOME`` and the platform defaults,
 existing or not; reads of its configuration and approvals: see ``_protected``), and writes to system
-directories. Asked: shell startup files, SSH and
-git config, persistence points, ``.git/hooks``, ``.env`` files, and anything outside the workspace. Allowed:
-the workspace, ``/tmp``, and reading public system files such as ``/etc/os-release``.
+directories. Asked: shell startup files, SSH and git config, persistence points, ``.git/hooks``, ``.env``
+files, and anything outside the workspace. Allowed: the workspace, ``/tmp``, and reading public system files
+such as ``/etc/os-release``.
 """
 
 from __future__ import annotations

@@ -10,6 +10,11 @@ sessions) write it with their own code, not through these guards, so they keep w
 When ``HERMES_HOME`` is set, everything in it is protected except a workspace that lies inside it (test
 fixtures and some hosts keep the workspace there); its ``config.toml``, ``data``, ``cache`` and ``plugins``
 are protected even then.
+
+Each place is listed twice: as configured and with its symbolic links resolved. The resolved forms are cached
+and computed again when a base directory changes (its inode or mtime, so an entry made, removed or renamed in
+it counts) or the environment does. ``check_path`` resolves the path it judges; the command guard judges a
+command's words by their text (the command has not run yet), against both forms.
 """
 
 from __future__ import annotations
@@ -47,8 +52,8 @@ _extra_lock = threading.Lock()
 
 @dataclass(frozen=True, slots=True)
 class ProtectedRoot:
-    """One protected place: ``path`` (real, absolute), what it ``holds``, whether reads are refused too, and
-    whether a workspace inside it is exempt (``HERMES_HOME`` as a whole)."""
+    """One protected place: its absolute ``path`` (as configured or resolved), what it ``holds``, whether reads
+    are refused too, and whether a workspace inside it is exempt (``HERMES_HOME`` as a whole)."""
 
     path: str
     holds: str
