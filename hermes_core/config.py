@@ -10,6 +10,7 @@ includes = ["web"]
 [tools]
 disabled = ["execute_code"]
 check_ttl = 5.0                   # seconds a check_fn verdict is reused
+override = { read_file = "myplugin" }   # let a plugin replace a built-in tool on purpose
 [limits]
 max_result_chars = 100000
 timeout = 120.0
@@ -57,7 +58,7 @@ _SHAPE: dict[str, Any] = {
         "disabled": _LIST_OF_STR,
         "custom": {"*": {"tools": _LIST_OF_STR, "includes": _LIST_OF_STR, "description": str}},
     },
-    "tools": {"disabled": _LIST_OF_STR, "check_ttl": _NUM, "check_timeout": _NUM},
+    "tools": {"disabled": _LIST_OF_STR, "check_ttl": _NUM, "check_timeout": _NUM, "override": {"*": str}},
     "limits": {
         "max_result_chars": int,
         "timeout": _NUM,
@@ -186,6 +187,11 @@ class Config:
     @property
     def custom_toolsets(self) -> dict[str, dict[str, Any]]:
         return dict(self._get("toolsets", "custom", default={}))
+
+    @property
+    def tool_overrides(self) -> dict[str, str]:
+        """``[tools] override``: tool name -> the plugin whose tool replaces the built-in of that name."""
+        return dict(self._get("tools", "override", default={}))
 
     @property
     def check_ttl(self) -> float:

@@ -23,6 +23,7 @@ __all__ = [
     "InvalidSchemaError",
     "Provenance",
     "RegistrationError",
+    "ReservedToolName",
     "ToolAlreadyRegistered",
     "ToolEntry",
     "ToolNameConflict",
@@ -36,6 +37,9 @@ __all__ = [
 log = logging.getLogger("hermes.registry")
 
 SchemaChecker = Callable[[str, Mapping[str, Any]], None]
+Arbiter = Callable[["ToolEntry", "ToolEntry", bool], "str | None"]
+"""``arbiter(existing, new, replace)`` decides a clash between two plugins: "replace", "keep" or None (the
+default rules); it raises a ``RegistrationError`` to refuse the new entry."""
 
 
 class RegistrationError(ValueError):
@@ -64,6 +68,25 @@ class ToolAlreadyRegistered(RegistrationError):
         self.toolset = toolset
         super().__init__(
             f"tool {name!r} is already registered in toolset {toolset!r}; pass replace=True to replace it"
+        )
+
+
+class ReservedToolName(ToolNameConflict):
+    """The name belongs to a first-party built-in tool; another plugin may take it only through the config's
+    ``[tools] override`` table."""
+
+    def __init__(self, name: str, existing: ToolEntry, plugin: str | None) -> None:
+        self.name = name
+        self.existing = existing
+        self.toolset = existing.toolset
+        self.plugin = plugin
+        owner = existing.plugin or "the built-in plugin"
+        short = plugin[len("dropin:") :] if plugin and plugin.startswith("dropin:") else plugin
+        RegistrationError.__init__(
+            self,
+            f"tool {name!r} clashes with the built-in tool of the same name (plugin {owner!r}); plugin "
+            f"{plugin or 'unknown'!r} may not replace it. Rename the plugin's tool, or replace the built-in on "
+            f'purpose with [tools] override = {{{name} = "{short or "PLUGIN"}"}} in the config',
         )
 
 
@@ -246,6 +269,7 @@ class ToolRegistry:
         self._generation = 0
         self._snapshot: tuple[int, tuple[ToolEntry, ...]] = (0, ())
         self.schema_checker = schema_checker
+        self.arbiter: Arbiter | None = None  # decides clashes between plugins (set by the plugin host)
 
     @property
     def generation(self) -> int:
@@ -275,7 +299,9 @@ class ToolRegistry:
         Raises ``ToolNameConflict`` when another toolset owns the name, ``ToolAlreadyRegistered`` when the
         same toolset registers it twice, unless ``replace=True``; tools in ``mcp-*`` toolsets may replace
         each other. Raises ``InvalidSchemaError`` for a malformed schema. A refused registration changes
-        nothing.
+        nothing. When the name belongs to another plugin, the registry's ``arbiter`` (installed by the plugin
+        host) rules first: a first-party built-in keeps its name even against ``replace=True``
+        (``ReservedToolName``) unless the config's ``[tools] override`` says otherwise.
         """
         _check_shape(name, toolset, schema, handler)
         if max_result_size_chars is not None and (
@@ -306,6 +332,12 @@ class ToolRegistry:
         """Insert a ready-made entry under the same conflict rules as ``register``."""
         with self._lock:
             existing = self._entries.get(entry.name)
+            if existing is not None and self.arbiter is not None and existing.plugin != entry.plugin:
+                ruling = self.arbiter(existing, entry, replace)
+                if ruling == "keep":
+                    return existing
+                if ruling == "replace":
+                    replace = True
             if existing is not None and not replace:
                 if existing.toolset != entry.toolset:
                     if not (_is_mcp(existing.toolset) and _is_mcp(entry.toolset)):

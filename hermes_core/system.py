@@ -89,8 +89,11 @@ class ToolSystem:
         checker = SchemaChecker(self.cache_dir / "schema-verdicts.json") if check_schemas else None
         self._schema_checker = checker
         self.registry = ToolRegistry(schema_checker=checker)
-        self.host = PluginHost(self.registry, strict=strict, blocked=blocked)
+        self.host = PluginHost(
+            self.registry, strict=strict, blocked=blocked, overrides=self.config.tool_overrides
+        )
         self.toolsets = Toolsets(self.registry)
+        self.host.on_evict = self.toolsets.remove_plugin
         self.toolset_errors: list[str] = []
         self.availability = Availability(
             ttl=self.config.check_ttl, timeout=self.config.check_timeout, system=self
@@ -103,6 +106,7 @@ class ToolSystem:
         self._selections: dict[tuple[Any, ...], _Selection] = {}
         self._default_selection: _Selection | None = None
         self._default_enabled = tuple(self.config.enabled_toolsets or (ALL,))
+        self._default_disabled: tuple[str, ...] | None = None  # the host's selection (load(disabled=...))
         from .pipeline import Pipeline
 
         self.pipeline = Pipeline(self)
@@ -129,6 +133,8 @@ class ToolSystem:
         session_id: str = "default",
         check_schemas: bool = True,
         mcp: bool = True,
+        enabled: Names = None,
+        disabled: Names = None,
     ) -> ToolSystem:
         """Build a system: read the config, load entry points, drop-ins and ``plugins``, run their hooks.
 
@@ -136,6 +142,10 @@ class ToolSystem:
         ``HERMES_LOAD_PLUGINS`` (comma-separated names) limits which entry points load, ``HERMES_BLOCK_PLUGINS``
         and the config's ``plugins.blocked`` block some, ``HERMES_STRICT_PLUGINS=1`` or ``strict=True`` turn a
         broken plugin into an error. Broken plugins are otherwise recorded in ``system.plugin_records()``.
+
+        ``enabled``/``disabled`` (toolsets or tool names) set the host's selection, replacing the config's: it is
+        what ``definitions()`` offers and all that ``call()``, ``acall()`` and ``call_many()`` will run when a
+        call passes no selection of its own; a call to any other tool is refused with a message for the model.
         """
         cfg = load_config(config)
         if strict is None:
@@ -151,6 +161,10 @@ class ToolSystem:
             strict=strict,
             blocked=blocked_all,
         )
+        if enabled is not None:
+            system._default_enabled = _names_key(enabled) or ()
+        if disabled is not None:
+            system._default_disabled = _names_key(disabled)
         host = system.host
         if load_entry_points:
             only = _env_list("HERMES_LOAD_PLUGINS")
@@ -159,13 +173,21 @@ class ToolSystem:
             host.load_entry_points(
                 system.cache_dir / "entry-points.json", frozenset(only) if only is not None else None
             )
+        # the built-ins register before any drop-in file runs or any other plugin is added: they own their names
+        others = []
+        for plugin in plugins:
+            if host.is_first_party_object(plugin):
+                host.add_plugin(plugin)
+            else:
+                others.append(plugin)
+        host.run_register_tools(first_party_only=True)
         if plugins_dir is not False:
             directory = Path(plugins_dir).expanduser() if plugins_dir is not None else paths.plugins_dir()
             host.load_directory(directory, system.cache_dir)
-        for plugin in plugins:
+        for plugin in others:
             host.add_plugin(plugin)
         host.run_register_tools()
-        host.run_register_toolsets(system.toolsets.define_many)
+        host.run_register_toolsets(system._define_plugin_toolsets)
         for name, spec in cfg.custom_toolsets.items():
             system._define_config_toolset(name, spec)
         if system._schema_checker is not None:
@@ -174,6 +196,22 @@ class ToolSystem:
         if mcp and cfg.mcp_servers:
             system._start_mcp()
         return system
+
+    def _define_plugin_toolsets(self, specs: Mapping[str, Any], plugin: str | None) -> None:
+        """A plugin's composite toolsets; a built-in composite (``hermes-cli``...) is the built-ins' alone."""
+        from .toolsets import ToolsetError
+
+        first_party = self.host.arbiter.first_party
+        if plugin not in first_party:
+            owners = self.toolsets.composites()
+            for name in specs:
+                owner = owners.get(name)
+                if owner is not None and owner.plugin in first_party:
+                    raise ToolsetError(
+                        f"toolset {name!r} belongs to the built-ins (plugin {owner.plugin!r}); plugin "
+                        f"{plugin!r} may not redefine it: give the toolset another name"
+                    )
+        self.toolsets.define_many(specs, plugin)
 
     def _define_config_toolset(self, name: str, spec: Any) -> None:
         """A ``[toolsets.custom]`` entry; a bad one is recorded (the doctor shows it), not fatal."""
@@ -218,7 +256,7 @@ class ToolSystem:
         record = self.host.add_plugin(plugin, name)
         if record.status == "loaded":
             self.host.run_register_tools(only=plugin)
-            self.host.run_register_toolsets(self.toolsets.define_many, only=plugin)
+            self.host.run_register_toolsets(self._define_plugin_toolsets, only=plugin)
         self.pipeline.refresh_hooks()
         return record
 
@@ -267,7 +305,13 @@ class ToolSystem:
         enabled, disabled, disabled_tools = key
         selected = self.toolsets.resolve(
             enabled if enabled is not None else self._default_enabled,
-            disabled if disabled is not None else self.config.disabled_toolsets,
+            disabled
+            if disabled is not None
+            else (
+                self._default_disabled
+                if self._default_disabled is not None
+                else self.config.disabled_toolsets
+            ),
             disabled_tools if disabled_tools is not None else self.config.disabled_tools,
         )
         entries = [e for e in self.registry.entries() if e.name in selected]

@@ -1,16 +1,33 @@
-"""File input/output shared by the file tools: encoding and binary detection, atomic writes."""
+"""File input shared by the file tools: encoding and binary detection, and reads that open the checked path
+itself (never through a symbolic link that appeared after the check: ``hermes_core.fileio.open_nofollow``).
+Writes go through ``hermes_core.fileio.atomic_write_nofollow``."""
 
 from __future__ import annotations
 
 import codecs
-import contextlib
 import os
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
-__all__ = ["Detected", "atomic_write", "describe_binary", "detect", "read_text"]
+from hermes_core.fileio import open_nofollow
+
+__all__ = [
+    "Detected",
+    "NotRegularFile",
+    "describe_binary",
+    "detect",
+    "detect_stream",
+    "open_regular",
+    "read_bytes",
+    "read_text",
+]
+
+
+class NotRegularFile(OSError):
+    """The path is a device, a pipe or a socket, not a regular file."""
+
 
 SNIFF_BYTES = 64 * 1024
 FULL_CHECK_BYTES = 16 * 1024 * 1024
@@ -73,37 +90,59 @@ def _looks_textual(sample: bytes) -> bool:
     return controls / len(sample) < 0.01
 
 
-def detect(path: Path) -> Detected:
-    """Decide the encoding of ``path``: BOMs, then strict UTF-8, then latin-1 for text-like bytes.
+def open_regular(path: Path) -> BinaryIO:
+    """Open the regular file ``path`` (a guard's resolved path) for reading without following any symbolic
+    link; raises ``FileNotFoundError``, ``IsADirectoryError``, ``NotRegularFile`` or ``SymlinkError``."""
+    fd = open_nofollow(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block the open
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(0, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
-    NUL bytes or undecodable, control-heavy content mean binary (``encoding`` None).
+
+def detect(path: Path) -> Detected:
+    """Decide the encoding of the file ``path`` (see ``detect_stream``)."""
+    with open_regular(path) as fh:
+        return detect_stream(fh, os.fstat(fh.fileno()).st_size, path)
+
+
+def detect_stream(fh: BinaryIO, size: int, path: Path) -> Detected:
+    """Decide the encoding of an open file of ``size`` bytes: BOMs, then strict UTF-8, then latin-1 for
+    text-like bytes. NUL bytes or undecodable, control-heavy content mean binary (``encoding`` None).
+
+    Reads from the current position; the caller seeks back before reading the text.
     """
-    size = path.stat().st_size
-    with open(path, "rb") as fh:
-        head = fh.read(SNIFF_BYTES)
-        for bom, enc in _BOMS:
-            if head.startswith(bom):
-                return Detected(enc, note=f"decoded as {enc} (byte order mark)")
-        if b"\x00" in head:
-            return Detected(None, kind=describe_binary(head, path))
-        decoder = codecs.getincrementaldecoder("utf-8")()
-        checked = head
-        try:
-            decoder.decode(head, final=size <= len(head))
-            if size > len(head):
-                budget = FULL_CHECK_BYTES - len(head)
-                while budget > 0:
-                    chunk = fh.read(min(1024 * 1024, budget))
-                    if not chunk:
-                        decoder.decode(b"", final=True)
-                        break
-                    if b"\x00" in chunk:
-                        return Detected(None, kind=describe_binary(head, path))
-                    decoder.decode(chunk, final=False)
-                    budget -= len(chunk)
-            return Detected("utf-8")
-        except UnicodeDecodeError:
-            pass
+    head = fh.read(SNIFF_BYTES)
+    for bom, enc in _BOMS:
+        if head.startswith(bom):
+            return Detected(enc, note=f"decoded as {enc} (byte order mark)")
+    if b"\x00" in head:
+        return Detected(None, kind=describe_binary(head, path))
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    checked = head
+    try:
+        decoder.decode(head, final=size <= len(head))
+        if size > len(head):
+            budget = FULL_CHECK_BYTES - len(head)
+            while budget > 0:
+                chunk = fh.read(min(1024 * 1024, budget))
+                if not chunk:
+                    decoder.decode(b"", final=True)
+                    break
+                if b"\x00" in chunk:
+                    return Detected(None, kind=describe_binary(head, path))
+                decoder.decode(chunk, final=False)
+                budget -= len(chunk)
+        return Detected("utf-8")
+    except UnicodeDecodeError:
+        pass
     if _looks_textual(checked):
         return Detected("latin-1", note="not valid UTF-8; decoded as latin-1, some characters may be wrong")
     return Detected(None, kind=describe_binary(head, path))
@@ -111,59 +150,16 @@ def detect(path: Path) -> Detected:
 
 def read_text(path: Path) -> tuple[str, Detected]:
     """The whole file decoded (newlines kept as they are); raises ``ValueError`` for binary files."""
-    found = detect(path)
-    if found.encoding is None:
-        raise ValueError(f"binary file ({found.kind})")
-    with open(path, encoding=found.encoding, errors="replace", newline="") as fh:
-        return fh.read(), found
+    with open_regular(path) as fh:
+        found = detect_stream(fh, os.fstat(fh.fileno()).st_size, path)
+        if found.encoding is None:
+            raise ValueError(f"binary file ({found.kind})")
+        fh.seek(0)
+        raw = fh.read()
+    return codecs.decode(raw, found.encoding, errors="replace"), found
 
 
-def _fsync_dir(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> bool:
-    """Write ``data`` to ``path`` through a temporary file in the same directory and ``os.replace``.
-
-    Creates missing parent directories; keeps an existing file's permission bits (or uses ``mode``).
-    Returns True when the file existed before. On failure the old file is untouched and the temporary
-    file is removed.
-    """
-    parent = path.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    existed = False
-    try:
-        st = os.stat(path)
-        existed = True
-        if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryError(f"{path} is a directory")
-        keep = stat.S_IMODE(st.st_mode)
-    except FileNotFoundError:
-        keep = 0o666 & ~_umask()
-    if mode is not None:
-        keep = mode
-    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, keep)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(parent)
-    return existed
+def read_bytes(path: Path) -> bytes:
+    """The bytes of the regular file ``path``, opened without following any symbolic link."""
+    with open_regular(path) as fh:
+        return fh.read()

@@ -1,15 +1,18 @@
 """The "file" toolset: ``read_file``, ``write_file``, ``patch`` and ``search_files``.
 
 Every path passes the path guard (``context.guard_path``) before it is touched; relative paths are
-relative to the workspace. Writes are atomic (temporary file, fsync, rename), so a failed or concurrent
+relative to the workspace. The resolved path the guard checked is then opened without following any symbolic
+link (``hermes_core.fileio``), so a path swapped for a link after the check fails instead of reaching
+elsewhere. Writes are atomic (temporary file in the same directory, fsync, rename), so a failed or concurrent
 write never leaves a half-written file.
 """
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from hermes_core import CallContext, ToolError, ToolRegistry
 
@@ -151,6 +154,47 @@ def _guarded(context: CallContext, path: str, op: str) -> Path:
     return Path(context.guard_path(_abs(context, path), op))
 
 
+def _open_failure(exc: OSError, shown: str, path: Path, verb: str) -> ToolError:
+    """The message for a file that could not be opened: missing, a directory, a device, or swapped."""
+    from hermes_core.fileio import SymlinkError
+
+    from ._fsio import NotRegularFile
+
+    if isinstance(exc, FileNotFoundError):
+        return _missing(path, shown)
+    if isinstance(exc, IsADirectoryError):
+        return ToolError(f"{shown} is a directory; use search_files with target 'files' to list it")
+    if isinstance(exc, NotRegularFile):
+        return ToolError(f"{shown} is not a regular file")
+    if isinstance(exc, SymlinkError):
+        return ToolError(
+            f"{shown} changed while it was being opened (a symbolic link appeared in its path); nothing was {verb}"
+        )
+    return ToolError(f"cannot read {shown}: {exc.strerror or exc}")
+
+
+def _open_checked(path: Path, shown: str) -> BinaryIO:
+    from ._fsio import open_regular
+
+    try:
+        return open_regular(path)
+    except OSError as exc:
+        raise _open_failure(exc, shown, path, "read") from None
+
+
+def _write_failure(exc: OSError, shown: str) -> ToolError:
+    from hermes_core.fileio import SymlinkError
+
+    if isinstance(exc, IsADirectoryError):
+        return ToolError(f"{shown} is a directory; give a file path")
+    if isinstance(exc, SymlinkError):
+        return ToolError(
+            f"{shown} changed while it was being written (a symbolic link appeared in its path); nothing was "
+            "written"
+        )
+    return ToolError(f"could not write {shown}: {exc.strerror or exc}; the file was left unchanged")
+
+
 def _human(size: int) -> str:
     value = float(size)
     for unit in ("bytes", "KB", "MB", "GB"):
@@ -192,23 +236,23 @@ def _bounded_lines(fh: Any, chunk: int = 1 << 20) -> Any:
 
 def read_file(path: str, offset: int = 1, limit: int = DEFAULT_LIMIT, *, context: CallContext) -> str:
     """A numbered page of a text file (see ``READ_SCHEMA``)."""
-    from ._fsio import detect
-
     target = _guarded(context, path, "read")
     shown = _shown(context, target)
-    if not target.exists():
-        raise _missing(target, shown)
-    if target.is_dir():
-        raise ToolError(f"{shown} is a directory; use search_files with target 'files' to list it")
-    if not target.is_file():
-        raise ToolError(f"{shown} is not a regular file")
     offset = max(1, int(offset))
     limit = max(1, min(int(limit), MAX_LIMIT))
-    size = target.stat().st_size
+    with _open_checked(target, shown) as raw:  # the checked file itself, whatever happens to the path now
+        return _read_page(raw, target, shown, offset, limit)
+
+
+def _read_page(raw: BinaryIO, target: Path, shown: str, offset: int, limit: int) -> str:
+    from ._fsio import detect_stream
+
+    size = os.fstat(raw.fileno()).st_size
     if size == 0:
         return f"({shown} is empty)"
     try:
-        found = detect(target)
+        found = detect_stream(raw, size, target)
+        raw.seek(0)
     except OSError as exc:
         raise ToolError(f"cannot read {shown}: {exc.strerror or exc}") from None
     if found.encoding is None:
@@ -217,7 +261,7 @@ def read_file(path: str, offset: int = 1, limit: int = DEFAULT_LIMIT, *, context
     chars = 0
     total = 0
     stopped_early = False
-    with open(target, encoding=found.encoding, errors="replace", newline=None) as fh:
+    with io.TextIOWrapper(raw, encoding=found.encoding, errors="replace", newline=None) as fh:
         for total, (line, length) in enumerate(_bounded_lines(fh), 1):
             if offset <= total < offset + limit and not stopped_early:
                 text = line.rstrip("\n")
@@ -248,24 +292,18 @@ def read_file(path: str, offset: int = 1, limit: int = DEFAULT_LIMIT, *, context
 
 def write_file(path: str, content: str, *, context: CallContext) -> str:
     """Write ``content`` to ``path`` atomically (see ``WRITE_SCHEMA``)."""
-    from ._fsio import atomic_write
+    from hermes_core.fileio import atomic_write_nofollow
 
     target = _guarded(context, path, "write")
     shown = _shown(context, target)
-    if target.is_dir():
-        raise ToolError(f"{shown} is a directory; give a file path")
     try:
         data = content.encode("utf-8")
     except UnicodeEncodeError:
         raise ToolError("content contains invalid Unicode (lone surrogates); nothing was written") from None
     try:
-        existed = atomic_write(target, data)
-    except IsADirectoryError:
-        raise ToolError(f"{shown} is a directory; give a file path") from None
+        existed = atomic_write_nofollow(target, data)  # into the checked directory, or nowhere
     except OSError as exc:
-        raise ToolError(
-            f"could not write {shown}: {exc.strerror or exc}; the file was left unchanged"
-        ) from None
+        raise _write_failure(exc, shown) from None
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     verb = "replaced" if existed else "created"
     return f"{verb} {shown}: {len(data)} bytes, {lines} lines"
@@ -273,14 +311,16 @@ def write_file(path: str, content: str, *, context: CallContext) -> str:
 
 def _load_text(target: Path, shown: str) -> tuple[str, str]:
     """The text of a file to patch and its encoding."""
-    from ._fsio import read_text
+    from ._fsio import NotRegularFile, read_text
 
-    if not target.exists():
-        raise ToolError(f"file not found: {shown}")
-    if not target.is_file():
-        raise ToolError(f"{shown} is not a regular file")
     try:
         text, found = read_text(target)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolError(f"file not found: {shown}") from None
+    except (IsADirectoryError, NotRegularFile):
+        raise ToolError(f"{shown} is not a regular file") from None
+    except OSError as exc:
+        raise _open_failure(exc, shown, target, "changed") from None
     except ValueError as exc:
         raise ToolError(f"{shown} is a {exc}; patch edits text files only") from None
     encoding = found.encoding or "utf-8"
@@ -297,7 +337,8 @@ def _encode(text: str, encoding: str) -> bytes:
 
 
 def _replace(context: CallContext, path: str | None, old: str | None, new: str | None, every: bool) -> str:
-    from ._fsio import atomic_write
+    from hermes_core.fileio import atomic_write_nofollow
+
     from ._patching import PatchError, replace_text, unified_diff
 
     if not path:
@@ -312,11 +353,9 @@ def _replace(context: CallContext, path: str | None, old: str | None, new: str |
     except PatchError as exc:
         raise ToolError(f"{shown}: {exc}") from None
     try:
-        atomic_write(target, _encode(result.text, encoding))
+        atomic_write_nofollow(target, _encode(result.text, encoding))
     except OSError as exc:
-        raise ToolError(
-            f"could not write {shown}: {exc.strerror or exc}; the file was left unchanged"
-        ) from None
+        raise _write_failure(exc, shown) from None
     how = "" if result.strategy == "exact" else f", {result.strategy} match"
     plural = "s" if result.count != 1 else ""
     head = f"patched {shown}: {result.count} replacement{plural} at line {result.first_line}{how}"
@@ -324,7 +363,9 @@ def _replace(context: CallContext, path: str | None, old: str | None, new: str |
 
 
 def _apply_patch(context: CallContext, patch_text: str | None) -> str:
-    from ._fsio import atomic_write
+    from hermes_core.fileio import atomic_write_nofollow, unlink_nofollow
+
+    from ._fsio import read_bytes
     from ._patching import PatchError, apply_hunks, parse_patch, unified_diff
 
     if not patch_text or not patch_text.strip():
@@ -344,13 +385,16 @@ def _apply_patch(context: CallContext, patch_text: str | None) -> str:
             raise ToolError(f"{shown} appears more than once in the patch; merge its sections")
         seen.add(target)
         if op.kind == "add":
-            if target.exists():
+            if os.path.lexists(target):
                 raise ToolError(f"cannot add {shown}: it already exists (use '*** Update File')")
             after = "\n".join(op.content) + ("\n" if op.content else "")
             plan.append(("add", target, shown, None, "", after))
             continue
         text, encoding = _load_text(target, shown)
-        old_bytes = target.read_bytes()
+        try:
+            old_bytes = read_bytes(target)  # kept to restore the file if a later write fails
+        except OSError as exc:
+            raise _open_failure(exc, shown, target, "changed") from None
         if op.kind == "delete":
             plan.append(("delete", target, shown, old_bytes, text, ""))
             continue
@@ -363,10 +407,10 @@ def _apply_patch(context: CallContext, patch_text: str | None) -> str:
     try:
         for kind, target, _shown_path, prior, _before, after in plan:
             if kind == "delete":
-                target.unlink()
+                unlink_nofollow(target)
             else:
                 encoding = kind.partition(":")[2] or "utf-8"
-                atomic_write(target, _encode(after, encoding))
+                atomic_write_nofollow(target, _encode(after, encoding))
             done.append((kind, target, prior))
     except OSError as exc:
         _roll_back(done)
@@ -378,14 +422,14 @@ def _apply_patch(context: CallContext, patch_text: str | None) -> str:
 
 
 def _roll_back(done: list[tuple[str, Path, bytes | None]]) -> None:
-    from ._fsio import atomic_write
+    from hermes_core.fileio import atomic_write_nofollow, unlink_nofollow
 
     for kind, target, old_bytes in reversed(done):
         try:
             if kind == "add":
-                target.unlink(missing_ok=True)
+                unlink_nofollow(target)
             elif old_bytes is not None:
-                atomic_write(target, old_bytes)
+                atomic_write_nofollow(target, old_bytes)
         except OSError:
             continue
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ._agent import chat_command, run_command
 from ._app import HermesGroup, cli
+from ._approvals import approvals_group
 from ._call import EXIT_CODES, call_command
 from ._config_cmd import config_group
 from ._plugins import plugins_group
@@ -30,6 +31,7 @@ for _command in (tools_group, toolsets_command, schema_group, call_command, plug
     cli.add_command(_command)
 cli.add_command(chat_command)
 cli.add_command(run_command)
+cli.add_command(approvals_group)
 
 
 def main() -> None:

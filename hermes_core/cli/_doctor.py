@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -138,12 +139,52 @@ def _import_fix(record: PluginRecord, error: str) -> str:
     return f"fix the error raised while importing {record.path or record.module}, or block it: -p no:{record.name}"
 
 
+_RESERVED = re.compile(r"tool '([^']+)' clashes with the built-in tool")
+
+
+def _reserved_fix(record: PluginRecord, tool: str) -> str:
+    """The fix for a plugin refused because it registers a built-in's name: it names that plugin, never the
+    built-ins."""
+    where = record.path or record.distribution or record.module or record.name
+    short = record.name.removeprefix("dropin:")
+    return (
+        f"rename the tool {tool!r} in plugin {record.name!r} ({where}) or block that plugin: -p no:{short}; "
+        f'to replace the built-in on purpose add [tools] override = {{{tool} = "{short}"}} to the config'
+    )
+
+
+def _override_problems(system: ToolSystem) -> list[Problem]:
+    """``[tools] override`` entries that replace nothing: the named plugin does not provide that tool."""
+    from ..plugins import plugin_matches
+
+    out = []
+    for tool, wanted in sorted(system.config.tool_overrides.items()):
+        entry = system.registry.get(tool)
+        holder = entry.plugin if entry is not None else None
+        if entry is not None and plugin_matches(wanted, holder, entry.distribution):
+            continue
+        now = f"the tool comes from {holder!r}" if entry is not None else "no plugin registers it"
+        out.append(
+            Problem(
+                "warning",
+                "config",
+                "override",
+                f"[tools] override names {wanted!r} for {tool!r}, but {now}",
+                f"install or unblock the plugin {wanted!r}, or remove {tool} from [tools] override",
+            )
+        )
+    return out
+
+
 def _failure_problems(record: PluginRecord, probe: ImportCheck) -> list[Problem]:
     """Problems from a plugin that failed to load, classified by stage and error."""
     if record.error is None or record.status in ("blocked", "skipped"):
         return []
     error = record.error
     name = record.name
+    reserved = _RESERVED.search(error)
+    if reserved:
+        return [Problem("error", name, "clash", error, _reserved_fix(record, reserved.group(1)))]
     if "clashes with" in error or "ToolNameConflict" in error or "ToolAlreadyRegistered" in error:
         return [
             Problem(
@@ -479,6 +520,7 @@ def run_doctor(system: ToolSystem, *, timeout: float = 30.0) -> DoctorReport:
     report.problems.extend(_toolset_problems(system))
     report.problems.extend(_disabled_problems(system))
     report.problems.extend(_mcp_problems(system))
+    report.problems.extend(_override_problems(system))
     for row in report.plugins:
         row["problems"] = sum(1 for p in report.problems if p.plugin == row["name"] and p.severity != "info")
     return report

@@ -42,6 +42,17 @@ def tool_row(entry: ToolEntry, available: bool, reason: str, selected: bool) -> 
     }
 
 
+def overridden(system: ToolSystem, entry: ToolEntry) -> str | None:
+    """The plugin whose tool of this name ``entry`` replaced through the config's ``[tools] override``."""
+    displaced = system.host.arbiter.overridden.get(entry.name)
+    wanted = system.config.tool_overrides.get(entry.name)
+    if displaced is None or wanted is None:
+        return None
+    from ..plugins import plugin_matches
+
+    return displaced if plugin_matches(wanted, entry.plugin, entry.distribution) else None
+
+
 def _unknown_toolset(system: ToolSystem, name: str) -> click.BadParameter:
     close = difflib.get_close_matches(name, system.toolsets.names(), n=3)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
@@ -77,7 +88,8 @@ def list_command(toolset: str | None, show_all: bool, as_json: bool) -> None:
     """List tools with their availability (hidden tools say why).
 
     By default the tools the configuration selects (toolsets.enabled/disabled, tools.disabled).
-    Plain columns: name, toolset, plugin, source, available, reason.
+    Plain columns: name, toolset, plugin, source, available, reason. A tool that replaces a built-in through
+    the config's ``[tools] override`` says so in the plugin column.
     """
     system = get_state().system()
     selected = system.available() | set(system.hidden())
@@ -92,6 +104,7 @@ def list_command(toolset: str | None, show_all: bool, as_json: bool) -> None:
             continue
         ok = entry.name in everything_ok
         rows.append(tool_row(entry, ok, everything_hidden.get(entry.name, ""), entry.name in selected))
+        rows[-1]["overrides"] = overridden(system, entry)
     rows.sort(key=lambda r: (r["toolset"], r["name"]))
     if as_json:
         emit_json(rows)
@@ -102,7 +115,7 @@ def list_command(toolset: str | None, show_all: bool, as_json: bool) -> None:
             [
                 f"{r['emoji']} {r['name']}".strip() if is_terminal() else r["name"],
                 r["toolset"],
-                r["plugin"],
+                f"{r['plugin']} (overrides {r['overrides']})" if r["overrides"] else r["plugin"],
                 r["source"],
                 r["available"],
                 r["reason"],
@@ -119,6 +132,7 @@ def _describe(system: ToolSystem, entry: ToolEntry) -> dict[str, Any]:
     schema = system.tool_schema(entry, system.available(**_EVERYTHING))
     return {
         **tool_row(entry, ok, reason, selected),
+        "overrides": overridden(system, entry),
         "description": entry.description,
         "requires_env": list(entry.requires_env),
         "has_check": entry.check_fn is not None,
@@ -154,7 +168,8 @@ def show_command(name: str, as_json: bool) -> None:
     lines = [
         f"name:        {info['name']}",
         f"toolset:     {info['toolset']}",
-        f"plugin:      {origin}",
+        f"plugin:      {origin}"
+        + (f" (overrides the tool of {info['overrides']}: [tools] override)" if info["overrides"] else ""),
         f"source:      {info['source']}",
         f"status:      {state}",
         f"selected:    {'yes' if info['selected'] else 'no (not in the configured toolsets)'}",

@@ -31,7 +31,12 @@ class SecurityGuard:
         self.policy = security.ApprovalPolicy.from_config(system.config.approvals)
         approver = system.approver if system.approver is not None else security.HeadlessApprover()
         allowlist = system.config.path if system.config.path is not None else None
-        self.store = security.ApprovalStore(allowlist)
+        if allowlist is not None:
+            security.protect_path(
+                allowlist
+            )  # a --config file outside the usual places: never written by a tool
+        # standing grants as the config held them at load: later edits of the file never widen them
+        self.store = security.ApprovalStore(allowlist, grants=system.config.approvals.get("always", []))
         self.gate = security.ApprovalGate(approver, self.store, self.policy)
         self.results_dir = Path(os.path.realpath(system.results_dir))
 

@@ -3,8 +3,11 @@
 from ._dropin import ScanVerdict, scan_directory, scan_source
 from ._entrypoints import GROUP, EntryPointInfo, discover
 from ._manager import PluginHost, PluginLoadError, PluginRecord
+from ._precedence import FIRST_PARTY_DISTRIBUTION, FIRST_PARTY_ENTRY_POINT, plugin_matches
 
 __all__ = [
+    "FIRST_PARTY_DISTRIBUTION",
+    "FIRST_PARTY_ENTRY_POINT",
     "GROUP",
     "EntryPointInfo",
     "PluginHost",
@@ -12,6 +15,7 @@ __all__ = [
     "PluginRecord",
     "ScanVerdict",
     "discover",
+    "plugin_matches",
     "scan_directory",
     "scan_source",
 ]

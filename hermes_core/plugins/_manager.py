@@ -14,7 +14,7 @@ import logging
 import sys
 import time
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,9 +23,10 @@ import pluggy
 
 from .. import hookspecs
 from .._trace import trace, trace_enabled
-from ..registry import Provenance, ToolRegistry, bound_registry, provenance
+from ..registry import Provenance, ReservedToolName, ToolRegistry, bound_registry, provenance
 from ._dropin import scan_directory
 from ._entrypoints import EntryPointInfo, discover
+from ._precedence import Arbiter, announce_once, first_party_module, is_first_party_entry_point
 
 __all__ = ["PluginHost", "PluginLoadError", "PluginRecord"]
 
@@ -54,6 +55,7 @@ class PluginRecord:
     hooks: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
     note: str = ""
+    first_party: bool = False  # the hermes-tools distribution's own ``builtin`` plugin (see _precedence)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +72,7 @@ class PluginRecord:
             "hooks": list(self.hooks),
             "tools": list(self.tools),
             "note": self.note,
+            "first_party": self.first_party,
         }
 
 
@@ -80,7 +83,14 @@ def _error_text(err: BaseException) -> str:
 class PluginHost:
     """A pluggy manager for one tool system, plus the record of every plugin it saw."""
 
-    def __init__(self, registry: ToolRegistry, *, strict: bool = False, blocked: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        strict: bool = False,
+        blocked: Iterable[str] = (),
+        overrides: Mapping[str, str] | None = None,
+    ) -> None:
         self.registry = registry
         self.strict = strict
         self.blocked = frozenset(blocked)
@@ -88,6 +98,11 @@ class PluginHost:
         self.pm.add_hookspecs(hookspecs)
         self.records: dict[str, PluginRecord] = {}
         self._sid = next(_system_ids)
+        self.arbiter = Arbiter(overrides=dict(overrides or {}))
+        registry.arbiter = self.arbiter
+        self.on_evict: Callable[[str], None] | None = None  # drops an evicted plugin's toolsets
+        self._first_party_module: str | None = None
+        self._tools_ran: set[str] = set()  # plugins whose register_tools already ran
 
     # -- bookkeeping -------------------------------------------------------------------------------------
 
@@ -95,6 +110,9 @@ class PluginHost:
         record.status = "failed"
         record.stage = stage
         record.error = _error_text(err)
+        self.arbiter.refused.pop(record.name, None)
+        if isinstance(err, ReservedToolName):
+            announce_once(record.name, err.name, str(err))
         log.error("plugin %r failed at %s: %s", record.name, stage, record.error, exc_info=err)
         if self.strict:
             raise PluginLoadError(f"plugin {record.name!r} failed at {stage}: {record.error}") from err
@@ -130,8 +148,12 @@ class PluginHost:
     # -- sources -----------------------------------------------------------------------------------------
 
     def load_entry_points(self, cache_file: Path | None, only: frozenset[str] | None = None) -> None:
-        """Import every ``hermes.tools`` entry point (or only those named in ``only``)."""
-        for ep in discover(cache_file):
+        """Import every ``hermes.tools`` entry point (or only those named in ``only``), the built-ins first."""
+        found = discover(cache_file)
+        for ep in found:
+            if is_first_party_entry_point(ep):
+                self._first_party_module = ep.module
+        for ep in sorted(found, key=lambda e: not is_first_party_entry_point(e)):
             self._load_entry_point(ep, only)
 
     def _load_entry_point(self, ep: EntryPointInfo, only: frozenset[str] | None) -> None:
@@ -141,6 +163,7 @@ class PluginHost:
             distribution=ep.distribution,
             version=ep.version,
             module=ep.value,
+            first_party=is_first_party_entry_point(ep),
         )
         if ep.name in self.blocked or (ep.distribution and ep.distribution in self.blocked):
             record.status = "blocked"
@@ -154,6 +177,7 @@ class PluginHost:
             return
         if self._record(record).status == "failed":
             return
+        self._claim_precedence(record)
         start = time.perf_counter()
         try:
             obj: Any = importlib.import_module(ep.module)
@@ -217,6 +241,9 @@ class PluginHost:
             self._fail(record, "import", err)
             return
         record.import_ms = (time.perf_counter() - start) * 1000
+        if self._refused_quietly(record, before):
+            sys.modules.pop(modname, None)
+            return
         record.tools = [e.name for e in self.registry.entries() if e.plugin == record.name]
         marker = f"{hookspecs.PROJECT}_impl"
         if any(hasattr(value, marker) for value in vars(module).values()):
@@ -228,7 +255,9 @@ class PluginHost:
             plugin = importlib.import_module(plugin)
         label = name or getattr(plugin, "__name__", None) or f"plugin-{id(plugin):x}"
         record = PluginRecord(name=label, source="api", module=getattr(plugin, "__name__", None))
+        record.first_party = self.is_first_party_object(plugin)
         if self._record(record).status != "failed":
+            self._claim_precedence(record)
             self._add_to_pm(record, plugin)
         return record
 
@@ -245,15 +274,18 @@ class PluginHost:
         name = self.pm.get_name(plugin)
         return self.records.get(name) if name else None
 
-    def run_register_tools(self, only: object = None) -> None:
-        """Call every ``register_tools`` impl (or only ``only``'s); a failing plugin's tools are removed and
-        it is unregistered."""
-        for impl in reversed(self.pm.hook.register_tools.get_hookimpls()):
+    def run_register_tools(self, only: object = None, *, first_party_only: bool = False) -> None:
+        """Call every ``register_tools`` impl not yet run (or only ``only``'s, or only the built-ins'), the
+        built-ins first; a failing plugin's tools are removed and it is unregistered."""
+        for impl in self._first_party_first(reversed(self.pm.hook.register_tools.get_hookimpls())):
             if only is not None and impl.plugin is not only:
                 continue
             record = self._record_for(impl.plugin)
-            if record is None or record.status != "loaded":
+            if record is None or record.status != "loaded" or record.name in self._tools_ran:
                 continue
+            if first_party_only and not record.first_party:
+                continue
+            self._tools_ran.add(record.name)
             origin = Provenance(record.name, record.distribution, record.version, record.source)
             before = self.registry.generation
             try:
@@ -264,7 +296,12 @@ class PluginHost:
                     trace(f"register_tools {record.name} args={{'registry': ...}} -> raised {err!r}")
                 self._rollback(record.name, before)
                 self.pm.unregister(impl.plugin)
+                self._settle_evictions()
                 self._fail(record, "register_tools", err)
+                continue
+            self._settle_evictions()
+            if self._refused_quietly(record, before):
+                self.pm.unregister(impl.plugin)
                 continue
             record.tools = [e.name for e in self.registry.entries() if e.plugin == record.name]
             if trace_enabled():
@@ -277,7 +314,7 @@ class PluginHost:
 
         A bad definition is recorded on the plugin (its tools stay registered); strict mode raises.
         """
-        for impl in reversed(self.pm.hook.register_toolsets.get_hookimpls()):
+        for impl in self._first_party_first(reversed(self.pm.hook.register_toolsets.get_hookimpls())):
             if only is not None and impl.plugin is not only:
                 continue
             record = self._record_for(impl.plugin)
@@ -306,3 +343,57 @@ class PluginHost:
         except pluggy.PluginValidationError as err:
             return [str(err)]
         return []
+
+    # -- precedence: built-ins own their names (see _precedence) ------------------------------------------
+
+    def first_party_module(self) -> str | None:
+        """The module of the hermes-tools distribution's own ``builtin`` entry point."""
+        if self._first_party_module is None:
+            self._first_party_module = first_party_module() or ""
+        return self._first_party_module or None
+
+    def is_first_party_object(self, plugin: object) -> bool:
+        """Whether ``plugin`` (a module, or a module name) is the first-party built-ins plugin."""
+        name = plugin if isinstance(plugin, str) else getattr(plugin, "__name__", None)
+        return isinstance(name, str) and name == self.first_party_module()
+
+    def _claim_precedence(self, record: PluginRecord) -> None:
+        if record.first_party:
+            self.arbiter.first_party.add(record.name)
+        if record.distribution:
+            self.arbiter.distributions[record.name] = record.distribution
+
+    def _first_party_first(self, impls: Iterable[Any]) -> list[Any]:
+        def rank(impl: Any) -> bool:
+            record = self._record_for(impl.plugin)
+            return not (record is not None and record.first_party)
+
+        return sorted(impls, key=rank)
+
+    def _refused_quietly(self, record: PluginRecord, generation_before: int) -> bool:
+        """A plugin that caught the refusal of a built-in name and went on is failed all the same."""
+        refusals = self.arbiter.refused.get(record.name)
+        if not refusals or record.status != "loaded":
+            return False
+        self._rollback(record.name, generation_before)
+        self._fail(record, "register", refusals[0])
+        return True
+
+    def _settle_evictions(self) -> None:
+        """Fail the third-party plugins that lost a name to a built-in registered after them."""
+        while self.arbiter.evictions:
+            eviction = self.arbiter.evictions.pop(0)
+            for entry in self.registry.entries():
+                if entry.plugin == eviction.plugin:
+                    self.registry.deregister(entry.name)
+            plugin = self.pm.get_plugin(eviction.plugin)
+            if plugin is not None:
+                self.pm.unregister(plugin)
+            if self.on_evict is not None:
+                self.on_evict(eviction.plugin)
+            record = self.records.get(eviction.plugin)
+            builtin = self.registry.get(eviction.tool)
+            if record is None or record.status != "loaded" or builtin is None:
+                continue
+            record.tools = []
+            self._fail(record, "register", ReservedToolName(eviction.tool, builtin, eviction.plugin))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ._code import code_findings, shell_strings, sql_findings
 from ._expand import SubResult, expand_word
+from ._protected import code_findings as protected_code
 from ._shell import (
     MAX_DEPTH,
     FuncDef,
@@ -297,9 +298,11 @@ class Analyzer:
             self.add(category, part, reason, hardline)
         for snippet in shell_strings(text):
             self.payload(snippet, part)
-        for path in re.findall(r"['\"]([~/][^'\"\s]{2,})['\"]", text):
+        quoted = re.findall(r"['\"]([~/][^'\"\s]{2,})['\"]", text)
+        for path in quoted:
             if credential_path(path):
                 self.add("credential_access", part, f"interpreter code reads the credential file {path}")
+        protected_code(self, quoted, part)  # hermes's own state: see _protected
 
     # -- the walk ----------------------------------------------------------------------------------
     def script(self, script: Script) -> Stage:

@@ -8,7 +8,9 @@ Policy keys (the ``[approvals]`` table of the config; all optional):
 - ``read_ask_paths_outside_workspace`` (bool, default true): reading an "ask" path outside the workspace does.
 - ``tools`` (list of tool names, default empty): these tools need approval for every call.
 - ``always`` (array of tables, written by the store): the persisted "always" grants, one
-  ``{ kind, subject, added }`` per line; delete a line to revoke it.
+  ``{ kind, subject, added }`` per line; ``hermes approvals list|revoke`` (or deleting a line) manages them.
+  They are read when the system loads; a grant added to the file later is ignored until the next load, a
+  grant removed from it is revoked at once.
 
 An approval binds to the exact normalized subject and its kind, never to a category. Hardline verdicts are
 never approvable. Anything that goes wrong while asking (an exception, a timeout, a bad answer) is a denial.
@@ -21,9 +23,8 @@ import datetime
 import inspect
 import os
 import sys
-import tempfile
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TextIO, cast
@@ -41,6 +42,8 @@ __all__ = [
     "CallbackApprover",
     "HeadlessApprover",
     "TerminalApprover",
+    "revoke_approvals",
+    "standing_approvals",
 ]
 
 Answer = Literal["once", "session", "always", "deny"]
@@ -180,59 +183,161 @@ def _monotonic() -> float:
     return time.monotonic()
 
 
-class ApprovalStore:
-    """Grants: "session" ones in memory, "always" ones in the TOML allowlist (re-read when the file changes)."""
+Grant = tuple[str, str]  # (kind, subject)
 
-    def __init__(self, allowlist_path: Path | None) -> None:
+
+def _grants_of(entries: object) -> set[Grant]:
+    if not isinstance(entries, list):
+        return set()
+    return {
+        (str(e.get("kind", "")), str(e.get("subject", "")))
+        for e in entries
+        if isinstance(e, Mapping) and e.get("kind") and e.get("subject")
+    }
+
+
+def _read_document(path: Path) -> Any:
+    import tomlkit
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    return tomlkit.parse(text)
+
+
+def _always_entries(doc: Any) -> list[Any]:
+    table = doc.get("approvals", {})
+    entries = table.get("always", []) if isinstance(table, Mapping) else []
+    return list(entries) if isinstance(entries, list) else []
+
+
+def standing_approvals(path: str | os.PathLike[str]) -> list[dict[str, str]]:
+    """The "always" grants stored in the config file at ``path``: ``{kind, subject, added}`` each, in order."""
+    try:
+        doc = _read_document(Path(path))
+    except Exception as exc:  # tomlkit's parse errors carry the line and column
+        raise ValueError(f"{path}: invalid TOML: {exc}") from None
+    return [
+        {
+            "kind": str(e.get("kind", "")),
+            "subject": str(e.get("subject", "")),
+            "added": str(e.get("added", "")),
+        }
+        for e in _always_entries(doc)
+        if isinstance(e, Mapping)
+    ]
+
+
+def _rewrite_always(path: Path, change: Callable[[list[Any]], list[Any]]) -> None:
+    """Read-modify-write the ``[approvals] always`` array of ``path``, keeping comments, atomically, under
+    the config file's write lock (shared with ``hermes_core.config.update_config``)."""
+    import tomlkit
+
+    from ..config import _write_lock
+    from ..fileio import atomic_write
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _write_lock(path):
+        doc = _read_document(path)
+        if "approvals" not in doc:
+            doc.add("approvals", tomlkit.table())
+        array = tomlkit.array()
+        array.multiline(True)
+        for entry in change(_always_entries(doc)):
+            array.append(entry)
+        doc["approvals"]["always"] = array  # type: ignore[index]
+        atomic_write(path, tomlkit.dumps(doc))
+
+
+def revoke_approvals(
+    path: str | os.PathLike[str],
+    *,
+    indexes: Collection[int] = (),
+    subjects: Collection[str] = (),
+    everything: bool = False,
+) -> list[dict[str, str]]:
+    """Remove "always" grants from the config file: by 1-based position (as ``standing_approvals`` lists them),
+    by exact subject, or all of them. Returns the removed grants."""
+    removed: list[dict[str, str]] = []
+
+    def change(entries: list[Any]) -> list[Any]:
+        kept = []
+        for number, entry in enumerate(entries, 1):
+            fields = entry if isinstance(entry, Mapping) else {}
+            subject = str(fields.get("subject", ""))
+            if everything or number in indexes or subject in subjects:
+                removed.append(
+                    {
+                        "kind": str(fields.get("kind", "")),
+                        "subject": subject,
+                        "added": str(fields.get("added", "")),
+                    }
+                )
+                continue
+            kept.append(entry)
+        return kept
+
+    target = Path(path)
+    if target.exists():
+        _rewrite_always(target, change)
+    return removed
+
+
+class ApprovalStore:
+    """Grants: "session" ones in memory, "always" ones in the config file's ``[approvals] always`` list.
+
+    The standing grants are read once, at load (``grants``: the list the loaded config holds; else the file is
+    read now). Edits of the file during the session can only narrow them: a grant is in force while it is in
+    the file, and a grant someone else adds to the file is not picked up before the next load.
+    """
+
+    def __init__(self, allowlist_path: Path | None, *, grants: object = None) -> None:
         self.path = Path(allowlist_path) if allowlist_path is not None else None
         self._session: set[tuple[str, str, str]] = set()
-        self._always: set[tuple[str, str]] = set()
-        self._stamp: tuple[int, int] | None = None
+        self._added: set[Grant] = set()  # "always" answers given in this session
         self._lock = threading.Lock()
+        self._stamp: tuple[int, int, int] | None = None
+        self._on_file: set[Grant] = set()
+        self._loaded = _grants_of(grants) if grants is not None else self._file_grants()
 
-    def _reload(self) -> None:
+    def _file_grants(self) -> set[Grant]:
+        """The grants in the file now (parsed again only when it changed)."""
         if self.path is None:
-            return
+            return set()
         try:
             st = self.path.stat()
         except OSError:
-            self._always = set()
-            self._stamp = None
-            return
-        stamp = (st.st_mtime_ns, st.st_size)
-        if stamp == self._stamp:
-            return
-        import tomlkit
-
-        try:
-            doc = tomlkit.parse(self.path.read_text(encoding="utf-8"))
-        except Exception:
-            self._always = set()
+            self._stamp, self._on_file = None, set()
+            return set()
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        if stamp != self._stamp:
+            try:
+                self._on_file = _grants_of(_always_entries(_read_document(self.path)))
+            except Exception:
+                self._on_file = set()  # unreadable: nothing is granted (fail closed)
             self._stamp = stamp
-            return
-        table = doc.get("approvals", {})
-        entries = table.get("always", []) if isinstance(table, Mapping) else []
-        self._always = {
-            (str(e.get("kind", "")), str(e.get("subject", "")))
-            for e in entries
-            if isinstance(e, Mapping) and e.get("kind") and e.get("subject")
-        }
-        self._stamp = stamp
+        return self._on_file
+
+    def _in_force(self) -> set[Grant]:
+        granted = self._loaded | self._added
+        if self.path is None:
+            return granted
+        return granted & self._file_grants()
 
     def always_grants(self) -> set[tuple[str, str]]:
+        """The standing ("always") grants in force now."""
         with self._lock:
-            self._reload()
-            return set(self._always)
+            return set(self._in_force())
 
     def is_granted(self, request: ApprovalRequest) -> bool:
         with self._lock:
             if (request.session_id, request.kind, request.subject) in self._session:
                 return True
-            self._reload()
-            return (request.kind, request.subject) in self._always
+            return (request.kind, request.subject) in self._in_force()
 
     def grant(self, request: ApprovalRequest, scope: Answer) -> None:
-        """Remember a grant: "session" in memory, "always" in the allowlist file; "once" stores nothing."""
+        """Remember a grant: "session" in memory, "always" in the config file; "once" stores nothing."""
         with self._lock:
             if scope == "session":
                 self._session.add((request.session_id, request.kind, request.subject))
@@ -241,45 +346,17 @@ class ApprovalStore:
                     self._session.add((request.session_id, request.kind, request.subject))
                     return
                 self._persist(request)
+                self._added.add((request.kind, request.subject))
 
     def _persist(self, request: ApprovalRequest) -> None:
         import tomlkit
 
         assert self.path is not None
-        text = self.path.read_text(encoding="utf-8") if self.path.exists() else ""
-        doc = tomlkit.parse(text)
-        if "approvals" not in doc:
-            doc.add("approvals", tomlkit.table())
-        table = doc["approvals"]
-        if "always" not in table:  # type: ignore[operator]
-            array = tomlkit.array()
-            array.multiline(True)
-            table["always"] = array  # type: ignore[index]
         entry = tomlkit.inline_table()
         entry.update(
             {"kind": request.kind, "subject": request.subject, "added": datetime.date.today().isoformat()}
         )
-        table["always"].append(entry)  # type: ignore[index]
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".approvals-", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(tomlkit.dumps(doc))
-            os.replace(tmp, self.path)
-        except BaseException:
-            with _suppress():
-                os.unlink(tmp)
-            raise
-        self._stamp = None
-        self._reload()
-
-
-class _suppress:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> bool:
-        return True
+        _rewrite_always(self.path, lambda entries: [*entries, entry])
 
 
 @dataclass(frozen=True, slots=True)

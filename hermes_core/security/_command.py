@@ -63,11 +63,13 @@ def classify_command(cmd: str, *, workspace: str | Path | None = None) -> Comman
         return CommandVerdict(text, (Finding("unparseable", text[:80], "the command is nested too deeply"),))
     from . import _rules  # noqa: F401  (registers the rules)
     from ._analyze import Analyzer
+    from ._protected import roots_snapshot
 
     ws = os.path.normpath(os.fspath(workspace)) if workspace is not None else None
     analyzer = Analyzer(ws)
     try:
-        analyzer.script(script)
+        with roots_snapshot():  # hermes's own state, resolved once for the whole command
+            analyzer.script(script)
     except RecursionError:
         analyzer.add("unparseable", text[:80], "the command is nested too deeply")
     except Exception as exc:  # fail closed: a bug in a rule must not let a command through

@@ -6,6 +6,7 @@ what a substitution stands for (it analyses the nested script and may know its o
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ __all__ = ["MAX_BRACE", "Expansion", "SubResult", "brace_expand", "expand_word"]
 
 MAX_BRACE = 128
 _KNOWN_ENV = {"HOME": "~", "PWD": ".", "OLDPWD": "..", "IFS": " ", "TMPDIR": "/tmp"}
+_HERMES_ENV = ("HERMES_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME")  # read from this process
 
 
 @dataclass(slots=True)
@@ -145,6 +147,8 @@ def _expand_piece(
             add(variables[name], piece.quoted)
         elif kind == "var" and (name in _KNOWN_ENV):
             add(_KNOWN_ENV[name], piece.quoted and name != "IFS")
+        elif kind == "var" and name in _HERMES_ENV and os.environ.get(name):
+            add(os.environ[name], piece.quoted)  # where hermes keeps its state: the guard must see it
         elif kind == "var" and name == "IFS":
             add(" ", False)
         elif kind == "vardefault" and name in variables and variables[name]:

@@ -4,10 +4,12 @@ The path is validated (``MalformedPathError`` for NUL bytes, empty paths, lone s
 255 bytes), then ``~``, ``..``, ``//``, ``/./`` and symlinks are resolved before anything is decided, so a
 symlink in the workspace that points at a private key is judged as the key.
 
-Refused: credential stores and private keys (read and write), ``/proc/*/environ``, the tool system's own
-config, secrets, allowlist and plugins, and writes to system directories. Asked: shell startup files, SSH and
-git config, persistence points, ``.git/hooks``, ``.env`` files, and anything outside the workspace. Allowed:
-the workspace, ``/tmp``, and reading public system files such as ``/etc/os-release``.
+Refused: credential stores and private keys (read and write), ``/proc/*/environ``, hermes's own state (writes
+into its config, data, cache, plugins and results directories, for ``HERMES_HOME`` and the platform defaults,
+existing or not; reads of its configuration and approvals: see ``_protected``), and writes to system
+directories. Asked: shell startup files, SSH and git config, persistence points, ``.git/hooks``, ``.env``
+files, and anything outside the workspace. Allowed: the workspace, ``/tmp``, and reading public system files
+such as ``/etc/os-release``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
+from ._protected import judge_path
 from ._verdicts import MalformedPathError, PathVerdict
 
 __all__ = ["check_path", "resolve_path"]
@@ -121,22 +124,6 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _own_files() -> list[str]:
-    from .. import paths
-
-    roots = []
-    home = paths.hermes_home()
-    if home is not None:
-        real = _real(os.fspath(home))
-        roots = [os.path.join(real, name) for name in os.listdir(real)] if os.path.isdir(real) else []
-        roots = [r for r in roots if os.path.basename(r) not in ("data", "cache")] + [
-            os.path.join(real, "config.toml")
-        ]
-    else:
-        roots = [_real(os.fspath(paths.config_dir()))]
-    return roots
-
-
 def _npmrc_has_token(path: str) -> bool:
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
@@ -146,7 +133,9 @@ def _npmrc_has_token(path: str) -> bool:
     return bool(re.search(r"_authToken|_auth\s*=|_password|//.*:(token|password)", text))
 
 
-def _classify(real: str, op: str, home: str, ws: str | None) -> tuple[str, str]:
+def _classify(
+    real: str, op: str, home: str, ws: str | None, lexical: str = "", spaces: tuple[str, ...] = ()
+) -> tuple[str, str]:
     rel_home = real[len(home) + 1 :] if home and home != "/" and real.startswith(home + "/") else None
     if _SECRET_SYSTEM.search(real):
         return "refuse", "a system secret or raw device"
@@ -159,9 +148,9 @@ def _classify(real: str, op: str, home: str, ws: str | None) -> tuple[str, str]:
             return "refuse", "a credential file"
         if rel_home == ".npmrc" and _npmrc_has_token(real):
             return "refuse", "an .npmrc that holds a registry token"
-    for own in _own_files():
-        if _inside(real, own):
-            return "refuse", "the tool system's own configuration, secrets, approvals or plugins"
+    own = judge_path(lexical, real, op, spaces)
+    if own is not None:
+        return "refuse", own
     inside = ws is not None and _inside(real, ws)
     name = os.path.basename(real)
     if rel_home is not None and (rel_home in _RC or any(_inside(rel_home, p) for p in _PERSISTENCE)):
@@ -199,6 +188,11 @@ def check_path(
     resolved = resolve_path(path, ws)
     real = str(resolved)
     home = _real(os.path.expanduser("~"))
-    decision, reason = _classify(real, op, home, ws)
+    given = os.path.expanduser(_validate(path))
+    lexical = os.path.normpath(
+        os.path.join(os.fspath(workspace) if workspace is not None else os.getcwd(), given)
+    )
+    spaces = (ws, os.path.abspath(os.fspath(workspace))) if workspace is not None and ws is not None else ()
+    decision, reason = _classify(real, op, home, ws, lexical or real, spaces)
     inside = ws is not None and _inside(real, ws)
     return PathVerdict(decision, f"{op} {real}: {reason}", resolved, op, inside)  # type: ignore[arg-type]

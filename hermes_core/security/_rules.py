@@ -21,6 +21,7 @@ from ._analyze import (
     register_glob_names,
 )
 from ._code import sql_findings
+from ._protected import command_findings
 from ._shell import decode_ansi_c
 from ._targets import UNKNOWN, is_inside, normalize, secret_file
 
@@ -282,6 +283,7 @@ def run_argv(az: Analyzer, argv: list[str], ctx: Ctx) -> Stage:
     elif name.startswith("mkfs") or name.startswith("mke2fs") or name.startswith("newfs"):
         _disk_format(az, core, ctx, stage)
     _credential_reads(az, name, core, ctx, stage)
+    command_findings(az, name, core, ctx)  # hermes's own config, data, plugins: see _protected
     _secret_printers(name, core, stage)
     _sender_args(az, name, core, ctx, stage)
     if ctx.upstream is not None and "pids" in ctx.upstream.produces and _passes_pids(name, core):

@@ -123,6 +123,9 @@ def deletion_risk(raw: str, workspace: str | None) -> tuple[str, str] | None:
             return "danger", "a path built from a variable that may be empty (it would become /)"
         return None
     path = normalize(raw, workspace)
+    own = _hermes_state(raw, path, workspace)
+    if own is not None:
+        return "hardline", own
     if workspace and is_inside(path, workspace) and not raw.startswith(("/", "~")) and ".." not in raw:
         return None
     if path in ("/", "/*", "/.*") or re.fullmatch(r"/[*?\[\]!.]+", path):
@@ -159,6 +162,9 @@ def write_risk(raw: str, workspace: str | None) -> tuple[str, str, str] | None:
     if raw.startswith(UNKNOWN):
         return None
     path = normalize(raw, workspace)
+    own = _hermes_state(raw, path, workspace)
+    if own is not None:
+        return "hardline", "hermes_state", own
     if path.startswith("/dev/"):
         if _SAFE_DEVICES.match(path):
             return None
@@ -191,6 +197,16 @@ def write_risk(raw: str, workspace: str | None) -> tuple[str, str, str] | None:
     if any(is_inside(path, t) for t in _SYSTEM_TREES if t not in ("/var",)) or is_inside(path, "/var/lib"):
         return "danger", "system_file_write", f"the system file {path}"
     return None
+
+
+def _hermes_state(raw: str, path: str, workspace: str | None) -> str | None:
+    """hermes's own config, data, cache or plugins (see ``_protected``): never written by a command."""
+    if UNKNOWN in path:
+        return None
+    from ._protected import path_risk
+
+    reason = path_risk(path, workspace, raw)
+    return f"{path}, {reason}" if reason else None
 
 
 def credential_path(raw: str, workspace: str | None = None) -> str | None:

@@ -69,7 +69,10 @@ def test_own_config_refused(fake_home: Path, workspace: Path) -> None:
     (hermes / "data").mkdir()
     assert check_path(hermes / "config.toml", "read", workspace).decision == "refuse"
     assert check_path(hermes / "secrets.toml", "write", workspace).decision == "refuse"
-    assert check_path(hermes / "data" / "notes.txt", "write", workspace).decision != "refuse"
+    assert (
+        check_path(hermes / "data" / "notes.txt", "write", workspace).decision == "refuse"
+    )  # state: issue 16
+    assert check_path(hermes / "data" / "notes.txt", "read", workspace).decision != "refuse"
 
 
 @pytest.mark.parametrize(
