@@ -10,7 +10,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from .context import ApprovalDenied, CallContext
-from .decisions import Block, CallOutcome, RequireApproval, Rewrite
+from .decisions import Attachment, Block, CallOutcome, RequireApproval, Rewrite, ToolOutput
 from .errors import ToolError, tool_error, tool_result
 from .hookspecs import hookimpl
 from .registry import (
@@ -34,6 +34,7 @@ logging.getLogger("hermes").addHandler(logging.NullHandler())
 
 __all__ = [
     "ApprovalDenied",
+    "Attachment",
     "Block",
     "CallContext",
     "CallOutcome",
@@ -46,6 +47,7 @@ __all__ = [
     "ToolEntry",
     "ToolError",
     "ToolNameConflict",
+    "ToolOutput",
     "ToolRegistry",
     "ToolSystem",
     "__version__",

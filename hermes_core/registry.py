@@ -123,6 +123,7 @@ class ToolEntry:
 
     __slots__ = (
         "_runtime",
+        "annotations",
         "check_fn",
         "description",
         "distribution",
@@ -155,6 +156,7 @@ class ToolEntry:
     dynamic_schema_overrides: Callable[[frozenset[str]], Mapping[str, Any] | None] | None
     parallel_safe: bool
     timeout: float | None
+    annotations: Mapping[str, Any] | None
     plugin: str | None
     distribution: str | None
     version: str | None
@@ -178,6 +180,7 @@ class ToolEntry:
         parallel_safe: bool = False,
         timeout: float | None = None,
         origin: Provenance = _NO_PROVENANCE,
+        annotations: Mapping[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.toolset = toolset
@@ -194,6 +197,8 @@ class ToolEntry:
         self.dynamic_schema_overrides = dynamic_schema_overrides
         self.parallel_safe = parallel_safe
         self.timeout = timeout
+        # MCP-style hints (readOnlyHint, destructiveHint, idempotentHint, openWorldHint, title); None = derive
+        self.annotations = dict(annotations) if annotations is not None else None
         self.plugin = origin.plugin
         self.distribution = origin.distribution
         self.version = origin.version
@@ -269,13 +274,16 @@ class ToolRegistry:
         parallel_safe: bool = False,
         timeout: float | None = None,
         replace: bool = False,
+        annotations: Mapping[str, Any] | None = None,
     ) -> ToolEntry:
         """Register a tool and return its entry.
 
         Raises ``ToolNameConflict`` when another toolset owns the name, ``ToolAlreadyRegistered`` when the
         same toolset registers it twice, unless ``replace=True``; tools in ``mcp-*`` toolsets may replace
         each other. Raises ``InvalidSchemaError`` for a malformed schema. A refused registration changes
-        nothing.
+        nothing. ``annotations`` are MCP-style behaviour hints (``readOnlyHint``, ``destructiveHint``,
+        ``idempotentHint``, ``openWorldHint``, ``title``) that ``hermes mcp serve`` publishes; without them a
+        parallel-safe tool counts as read-only and any other tool as possibly destructive.
         """
         _check_shape(name, toolset, schema, handler)
         if max_result_size_chars is not None and (
@@ -299,6 +307,7 @@ class ToolRegistry:
             parallel_safe=parallel_safe,
             timeout=timeout,
             origin=_provenance.get(),
+            annotations=annotations,
         )
         return self.add(entry, replace=replace)
 
