@@ -122,7 +122,9 @@ def parse_spec(name: str, raw: Mapping[str, Any], settings: ClientSettings | Non
         "approve": approve,
     }
     if url:
-        return ServerSpec(name, "http", url=str(url), headers=_secrets("header", raw.get("headers", {})), **common)
+        return ServerSpec(
+            name, "http", url=str(url), headers=_secrets("header", raw.get("headers", {})), **common
+        )
     if command:
         cwd = raw.get("cwd")
         return ServerSpec(

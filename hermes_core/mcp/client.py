@@ -72,7 +72,9 @@ def http_hint(status: int, server: str) -> str:
     if status == 403:
         return f"the server refused these credentials: check [mcp.servers.{server}] headers"
     if status == 404:
-        return f"nothing answers at this URL, or the server forgot the session: check [mcp.servers.{server}] url"
+        return (
+            f"nothing answers at this URL, or the server forgot the session: check [mcp.servers.{server}] url"
+        )
     if status in (405, 406, 415):
         return "this URL does not take MCP requests: point url at the streamable HTTP endpoint (often /mcp)"
     if status in (408, 429):
@@ -117,7 +119,9 @@ class _Server:
         self.state: State = "connecting"
         self.error: str | None = None
         self.tools: list[Tool] = []  # the last listing, kept while the server is away
-        self.registered: dict[str, tuple[str, str]] = {}  # registered name -> (the server's name, fingerprint)
+        self.registered: dict[
+            str, tuple[str, str]
+        ] = {}  # registered name -> (the server's name, fingerprint)
         self.skipped: dict[str, str] = {}
         self.clashes: list[dict[str, Any]] = []
         self.hidden: dict[str, str] = {}
@@ -427,7 +431,9 @@ class _Server:
         spec = self.spec
         assert spec is not None
         annotations = (
-            tool.annotations.model_dump(mode="json", by_alias=True, exclude_none=True) if tool.annotations else {}
+            tool.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
+            if tool.annotations
+            else {}
         )
         read_only = annotations.get("readOnlyHint") is True
         destructive = not read_only and annotations.get("destructiveHint") is True
@@ -453,23 +459,20 @@ class _Server:
         self, local: str, remote: str, ask: bool, context_free: bool
     ) -> Callable[..., Coroutine[Any, Any, str | ToolOutput]]:
         server = self
-        if not ask:
 
-            async def call_mcp_tool(**arguments: Any) -> str | ToolOutput:
-                return await server.dispatch(remote, arguments)
+        async def plain(**arguments: Any) -> str | ToolOutput:
+            return await server.dispatch(remote, arguments)
 
-        elif context_free:
+        async def asking(context: CallContext, **arguments: Any) -> str | ToolOutput:
+            server.approve(remote, arguments, context)
+            return await server.dispatch(remote, arguments)
 
-            async def call_mcp_tool(context: CallContext, **arguments: Any) -> str | ToolOutput:
-                server.approve(remote, arguments, context)
-                return await server.dispatch(remote, arguments)
+        async def asking_own(**arguments: Any) -> str | ToolOutput:
+            # the tool has an argument named "context": ask with a context of our own
+            server.approve(remote, arguments, server.clients.own_context(local))
+            return await server.dispatch(remote, arguments)
 
-        else:  # the tool has an argument named "context": ask with a context of our own
-
-            async def call_mcp_tool(**arguments: Any) -> str | ToolOutput:
-                server.approve(remote, arguments, server.clients.own_context(local))
-                return await server.dispatch(remote, arguments)
-
+        call_mcp_tool = plain if not ask else asking if context_free else asking_own
         call_mcp_tool.__qualname__ = f"mcp:{self.name}:{remote}"
         return call_mcp_tool
 
@@ -541,7 +544,8 @@ class _Server:
                 self._poke()
             hint = http_hint(status[0], self.name)
             return ToolError(
-                f"The MCP server {self.name!r} answered HTTP {status[0]} {status[1]}".rstrip() + f" ({hint}).",
+                f"The MCP server {self.name!r} answered HTTP {status[0]} {status[1]}".rstrip()
+                + f" ({hint}).",
                 kind="mcp_http_error",
             )
         return ToolError(f"The MCP server {self.name!r} refused the call: {err}", kind="mcp_error")
@@ -636,8 +640,12 @@ class McpClients:
         # runs on the MCP loop thread only, so two servers never plan at the same time
         ours = {s.toolset for s in self.servers.values()}
         taken = {e.name: e.toolset for e in self.registry.entries() if not e.toolset.startswith("mcp-")}
-        listed = [s for s in self.servers.values() if s.spec is not None and s.tools]
-        plan = plan_names([ServerTools(s.name, s.spec.prefix, [t.name for t in s.tools]) for s in listed], taken)  # type: ignore[union-attr]
+        listed = [
+            ServerTools(s.name, s.spec.prefix, [t.name for t in s.tools])
+            for s in self.servers.values()
+            if s.spec is not None and s.tools
+        ]
+        plan = plan_names(listed, taken)
         for entry in self.registry.entries():  # first drop what moved or left, so that no name is in the way
             if entry.toolset in ours:
                 server = self.servers[entry.toolset[4:]]

@@ -92,7 +92,13 @@ def render_result(result: CallToolResult) -> str | ToolOutput:
                     parts.append(text)
                 else:
                     mime = res.mime_type or "application/octet-stream"
-                    kind = "image" if mime.startswith("image/") else "audio" if mime.startswith("audio/") else "binary"
+                    kind = (
+                        "image"
+                        if mime.startswith("image/")
+                        else "audio"
+                        if mime.startswith("audio/")
+                        else "binary"
+                    )
                     attach(res.blob, mime, kind, str(res.uri))
             else:
                 parts.append(res.text)
