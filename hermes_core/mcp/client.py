@@ -60,6 +60,7 @@ SETTLED: frozenset[str] = frozenset({"ready", "reconnecting", "failed", "disable
 _CLOSE_WAIT = 10.0
 _LOG_LIMIT = 1_000_000  # bytes of a server's stderr log kept before it starts over
 _HTTP_RECENT = 10.0  # seconds an HTTP error status stays attached to the failure that follows it
+_HEARTBEAT = 15.0  # seconds between pings of an idle HTTP server (at most its max_backoff)
 TASK_REQUIRED = (
     "the MCP server runs this tool only as a task (taskSupport: required), which hermes does not support"
 )
@@ -347,8 +348,19 @@ class _Server:
             self.clients.tools_listed(self, tools)
             self._set("ready")
             log.info("MCP server %r ready with %d tools", self.name, len(self.registered))
+            # over HTTP nothing tells us the server went away until a request fails: ping it now and then
+            heartbeat = min(_HEARTBEAT, spec.max_backoff) if spec.transport == "http" else None
             while True:
-                await self._wake.wait()
+                try:
+                    await asyncio.wait_for(self._wake.wait(), heartbeat)
+                except TimeoutError:
+                    try:
+                        with anyio.fail_after(spec.timeout):
+                            await session.send_ping()
+                    except Exception as err:
+                        log.info("MCP server %r: no answer to a ping (%s)", self.name, _leaf(err))
+                        raise
+                    continue
                 self._wake.clear()
                 if self._stopping or self._lost or self._restart:
                     return
@@ -654,6 +666,8 @@ class McpClients:
                     self.registry.deregister(entry.name)
                     server.registered.pop(entry.name, None)
         for server in self.servers.values():
+            if server.spec is None:  # disabled or misconfigured: never registers anything
+                continue
             server.skipped = dict(plan.skipped.get(server.name, {}))
             server.clashes = plan.clashes.get(server.name, [])
             server.sync(plan.names.get(server.name, {}))

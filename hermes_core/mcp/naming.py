@@ -4,8 +4,9 @@ A server's tools keep their own names (made provider-safe: ``a.b`` -> ``a_b``) u
 tool of another configured server, or with a built-in or plugin tool. Then the name is qualified with the server,
 ``<server>_<tool>``, for every server that offers it, so the result depends only on what the servers offer, not
 on which connected first. A server's ``prefix`` setting replaces the automatic rule: every tool of that server
-is ``<prefix><tool>`` (``prefix = ""`` keeps bare names and never qualifies them). A name that is still taken
-twice after that is left out for every claimant and reported, never handed to one of them at random.
+is ``<prefix><tool>`` (``prefix = ""`` keeps bare names: a server without a prefix that offers the same name
+yields and is qualified). A name that is still taken twice after that is left out for every claimant and
+reported, never handed to one of them at random.
 """
 
 from __future__ import annotations
@@ -70,10 +71,13 @@ def plan_names(servers: Sequence[ServerTools], taken: Mapping[str, str]) -> Name
             seen[unique_name(safe_tool_name(tool), seen)] = tool
         bases[s.server] = seen
     offered: dict[str, list[str]] = {}  # base name -> the servers without a prefix that offer it
+    fixed: dict[str, list[str]] = {}  # name -> the servers with a prefix whose tool gets exactly this name
     for s in servers:
-        if s.prefix is None:
-            for base in bases[s.server]:
+        for base in bases[s.server]:
+            if s.prefix is None:
                 offered.setdefault(base, []).append(s.server)
+            else:
+                fixed.setdefault(safe_tool_name(s.prefix + base), []).append(s.server)
     plan = NamePlan()
     for s in servers:
         names: dict[str, str] = {}
@@ -82,7 +86,8 @@ def plan_names(servers: Sequence[ServerTools], taken: Mapping[str, str]) -> Name
             if s.prefix is not None:
                 local = safe_tool_name(s.prefix + base)
             else:
-                rivals = [f"MCP server {o!r}" for o in offered.get(base, ()) if o != s.server]
+                others = [o for o in offered.get(base, ()) if o != s.server] + fixed.get(base, [])
+                rivals = [f"MCP server {o!r}" for o in others]
                 if base in taken:
                     rivals.append(f"toolset {taken[base]!r}")
                 local = safe_tool_name(f"{s.server}_{base}") if rivals else base
