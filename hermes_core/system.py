@@ -109,7 +109,7 @@ class ToolSystem:
         self._stash = Stash()
         self.pipeline.closers.append(self._stash.close)  # first in, so closed last of the closers
         self._closed = False
-        self._mcp: Any = None  # the MCP client (hermes_core.mcp.client.McpClients), when servers are configured
+        self._mcp: Any = None  # the MCP client (hermes_core.mcp.client.McpClients) once servers start
 
     # -- construction ------------------------------------------------------------------------------------
 
