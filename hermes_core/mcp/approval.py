@@ -27,6 +27,9 @@ import concurrent.futures as cf
 import hashlib
 import json
 import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, cast
 
@@ -35,7 +38,7 @@ if TYPE_CHECKING:
 
     from ..security import Answer, ApprovalRequest
 
-__all__ = ["APPROVAL_SCHEMA", "CURRENT_CALL", "ClientCall", "ElicitingApprover"]
+__all__ = ["APPROVAL_SCHEMA", "CURRENT_CALL", "ClientCall", "ElicitingApprover", "serving"]
 
 log = logging.getLogger("hermes.mcp.server")
 
@@ -57,6 +60,35 @@ CURRENT_CALL: ContextVar[ClientCall | None] = ContextVar("hermes_mcp_call", defa
 """The MCP call the pipeline is running right now (set by the server around ``system.call_outcome``)."""
 
 _ANSWERS = ("once", "session", "deny")
+
+_in_flight: dict[str, list[ClientCall]] = {}  # pipeline session id -> the calls being served for it
+_in_flight_lock = threading.Lock()
+
+
+@contextmanager
+def serving(call: ClientCall) -> Iterator[None]:
+    """Mark ``call`` as the one being served on this thread (and in flight for its session) for the block."""
+    token = CURRENT_CALL.set(call)
+    with _in_flight_lock:
+        _in_flight.setdefault(call.session_id, []).append(call)
+    try:
+        yield
+    finally:
+        CURRENT_CALL.reset(token)
+        with _in_flight_lock:
+            calls = _in_flight.get(call.session_id, [])
+            if call in calls:
+                calls.remove(call)
+            if not calls:
+                _in_flight.pop(call.session_id, None)
+
+
+def _only_call_of(session_id: str) -> ClientCall | None:
+    """The call in flight for a session when the context variable did not travel (a tool's own thread, as
+    ``execute_code`` uses for the calls its script makes); None when there are none or several to choose from."""
+    with _in_flight_lock:
+        calls = _in_flight.get(session_id, [])
+        return calls[0] if len(calls) == 1 else None
 
 
 def _key(request: ApprovalRequest) -> str:
@@ -186,7 +218,7 @@ class ElicitingApprover:
         self.timeout = timeout
 
     def approve(self, request: ApprovalRequest) -> Answer:
-        call = CURRENT_CALL.get()
-        if call is None:  # not inside an MCP call (a scheduled job, a thread a tool started): nobody to ask
+        call = CURRENT_CALL.get() or _only_call_of(request.session_id)
+        if call is None:  # not inside an MCP call (a scheduled job), or not knowing which one: nobody to ask
             return "deny"
         return call.ask(request, self.timeout)

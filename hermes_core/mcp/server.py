@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..decisions import CallOutcome
-from .approval import CURRENT_CALL, ClientCall
+from .approval import ClientCall, serving
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -160,13 +160,12 @@ class McpServer:
         )
         arguments = params.arguments if params.arguments is not None else {}
         outcome = await anyio.to_thread.run_sync(self._run, call, params.name, arguments)
-        if call.pending and outcome.status == "denied":
+        if call.pending:  # 2026-07-28: ask, and the client runs the call again with the answers
             return InputRequiredResult(input_requests=call.pending, request_state=call.state())
         return outcome_to_result(outcome, call.notes if outcome.status == "denied" else None)
 
     def _run(self, call: ClientCall, name: str, arguments: Any) -> CallOutcome:
-        token = CURRENT_CALL.set(call)
-        try:
+        with serving(call):
             return self.system.call_outcome(
                 name,
                 arguments,
@@ -174,8 +173,6 @@ class McpServer:
                 session_id=call.session_id,
                 call_id=f"mcp-{next(self._numbers)}",
             )
-        finally:
-            CURRENT_CALL.reset(token)
 
     # -- transports --------------------------------------------------------------------------------------
 

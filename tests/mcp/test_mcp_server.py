@@ -45,6 +45,24 @@ def ask(text: str, context):
     return f"approved {{text}}"
 
 
+def ask_in_thread(text: str, context):
+    import threading
+
+    box = []
+
+    def work():  # a thread of the tool's own, as execute_code runs the calls of its script
+        try:
+            context.request_approval(f"thread {{text}}", "asked from a thread of the tool")
+            box.append("approved in a thread")
+        except Exception as err:
+            box.append(str(err))
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join()
+    return box[0]
+
+
 def params(**props):
     return {{"type": "object", "properties": props, "required": list(props)}}
 
@@ -53,6 +71,8 @@ registry.register(name="picture", toolset="demo", handler=picture, parallel_safe
                   schema={{"name": "picture", "description": "A picture.", "parameters": params()}})
 registry.register(name="big", toolset="demo", handler=big, annotations={{"readOnlyHint": True, "idempotentHint": True}},
                   schema={{"name": "big", "description": "n lines.", "parameters": params(n={{"type": "integer"}})}})
+registry.register(name="ask_in_thread", toolset="demo", handler=ask_in_thread,
+                  schema={{"name": "ask_in_thread", "description": "Asks.", "parameters": params(text={{"type": "string"}})}})
 registry.register(name="ask", toolset="demo", handler=ask,
                   schema={{"name": "ask", "description": "Asks first.", "parameters": params(text={{"type": "string"}})}})
 """
@@ -117,7 +137,7 @@ def test_list_and_call_over_stdio(served: dict[str, Any], mode: str) -> None:
             assert client.protocol_version == expected
             assert client.server_info is not None and client.server_info.name == "hermes"
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            assert set(tools) == {"picture", "big", "ask", "terminal", "process"}
+            assert set(tools) == {"picture", "big", "ask", "ask_in_thread", "terminal", "process"}
             assert tools["big"].input_schema["properties"]["n"] == {"type": "integer"}
             ann = {name: tools[name].annotations for name in ("picture", "big", "ask", "terminal")}
             assert (
@@ -170,6 +190,9 @@ def test_an_approval_is_asked_of_the_client_by_elicitation(served: dict[str, Any
             assert "ask hi" in yes.questions[0]  # the exact subject
             await client.call_tool("ask", {"text": "hi"})  # "once" is not remembered
             assert len(yes.questions) == 2
+            result = await client.call_tool("ask_in_thread", {"text": "t"})
+            assert text_of(result) == "approved in a thread"
+            assert "asked from a thread of the tool" in yes.questions[2]
         no = Asker("deny")
         async with stdio_client(served, mode, no) as client:
             result = await client.call_tool("ask", {"text": "hi"})
