@@ -15,6 +15,9 @@ import base64
 import os
 import sys
 
+if "--refuse-if" in sys.argv and os.path.exists(sys.argv[sys.argv.index("--refuse-if") + 1]):
+    sys.exit("refusing to start: the down-flag file exists")  # before the heavy imports: a quick refusal
+
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations, ToolExecution
@@ -152,8 +155,6 @@ def batch() -> str:
 
 
 def main(argv: list[str]) -> None:
-    if "--refuse-if" in argv and os.path.exists(argv[argv.index("--refuse-if") + 1]):
-        sys.exit("refusing to start: the down-flag file exists")
     if "--http" in argv:
         port = int(argv[argv.index("--http") + 1])
         server.run("streamable-http", host="127.0.0.1", port=port)

@@ -240,8 +240,8 @@ def test_a_silent_call_times_out_but_progress_keeps_it_alive() -> None:
         assert time.perf_counter() - started < 3
         assert (outcome.status, outcome.error_kind) == ("error", "timeout")
         assert "did not answer within 1 s" in outcome.result
-        # three times the timeout, with a progress notification every 0.3 s: never silent for 1 s
-        assert system.call("working", {"seconds": 3, "every": 0.3}) == "worked 3.0 s"
+        # twice the timeout, with a progress notification every 0.25 s: never silent for 1 s
+        assert system.call("working", {"seconds": 2, "every": 0.25}) == "worked 2.0 s"
         assert system.call("sleep", {"seconds": 0.01}) == "slept 0.01"  # the session is still usable
         assert system.mcp_status()["slow"]["state"] == "ready"
     finally:
@@ -359,16 +359,16 @@ def test_a_server_down_keeps_its_tools_listed_answers_reconnecting_and_comes_bac
 
 
 def test_a_server_killed_and_kept_down_comes_back_by_itself(http_echo: HttpEcho) -> None:
-    """The 60-second outage, compressed: the backoff cap is 1 s instead of 30 s and the server stays down for
-    6 s, several cycles at the cap; a longer outage only repeats the last cycle."""
+    """The 60-second outage, compressed: the backoff cap is 0.5 s instead of 30 s and the server stays down for
+    4 s, several cycles at the cap; a longer outage only repeats the last cycle."""
     http_echo.start()
-    system = load({"web": {"url": http_echo.url, "timeout": 5}}, {"max_backoff": 1})
+    system = load({"web": {"url": http_echo.url, "timeout": 5}}, {"max_backoff": 0.5})
     try:
         assert eventually(lambda: system.mcp_status()["web"]["state"] == "ready", 20)
         assert system.call("add", {"a": 1, "b": 2}) == "3"
         http_echo.kill()
         assert eventually(lambda: system.mcp_status()["web"]["state"] == "reconnecting", 10)
-        time.sleep(6)
+        time.sleep(4)
         report = system.mcp_status()["web"]
         assert report["state"] == "reconnecting" and report["attempts"] >= 5, report
         assert system.call_outcome("add", {"a": 1, "b": 2}).error_kind == "mcp_unavailable"

@@ -51,30 +51,24 @@ def test_the_cli_waits_for_mcp_tools(tmp_path: Path) -> None:
 
 def test_the_cli_wait_is_bounded_by_the_config_and_names_the_servers_it_gave_up_on(tmp_path: Path) -> None:
     mute = f'command = {json.dumps(sys.executable)}\nargs = ["-c", "import sys; sys.stdin.read()"]\n'
-    config = _config(
-        tmp_path, f"[mcp]\nready_timeout = 1.5\n[mcp.servers.demo]\n{DEMO_TOML}[mcp.servers.mute]\n{mute}"
-    )
+    config = _config(tmp_path, f"[mcp]\nready_timeout = 1.5\n[mcp.servers.mute]\n{mute}")
     started = time.monotonic()
-    result = CliRunner().invoke(cli, ["--config", config, "call", "add", '{"a": 1, "b": 2}'])
+    result = CliRunner().invoke(cli, ["--config", config, "tools", "list"])
     took = time.monotonic() - started
     assert result.exit_code == 0, result.output
-    assert result.stdout.strip() == "3"
-    assert "gave up waiting for MCP server 'mute' after 1.5 s" in result.stderr
+    assert "read_file" in result.stdout
+    assert "gave up waiting for MCP server 'mute' after 1.5 s (still connecting)" in result.stderr
     assert "[mcp] ready_timeout" in result.stderr
-    assert "'demo'" not in result.stderr
     assert took < 10, f"the CLI waited {took:.1f} s"
 
 
 def test_hermes_mcp_list_and_restart(tmp_path: Path) -> None:
-    config = _config(tmp_path, f"[mcp.servers.demo]\n{DEMO_TOML}[mcp.servers.two]\n{DEMO_TOML}")
+    config = _config(tmp_path, f"[mcp.servers.demo]\n{DEMO_TOML}")
     runner = CliRunner()
-    result = runner.invoke(cli, ["--config", config, "mcp", "list", "--json"])
-    assert result.exit_code == 0, result.output
-    rows = {row["name"]: row for row in json.loads(result.stdout)}
-    assert rows["demo"]["state"] == "ready" and "demo_echo" in rows["demo"]["tools"]
     plain = runner.invoke(cli, ["--config", config, "mcp", "list"])
+    assert plain.exit_code == 0, plain.output
     line = next(line for line in plain.stdout.splitlines() if line.startswith("demo\t"))
-    assert "\tready\tstdio\t" in line and "echo is demo_echo (clashes with MCP server 'two')" in line
+    assert "\tready\tstdio\t" in line and "read_file is demo_read_file (clashes with toolset 'file')" in line
     result = runner.invoke(cli, ["--config", config, "mcp", "restart", "demo"])
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("demo: ready, ")

@@ -182,22 +182,22 @@ def test_list_and_call_over_stdio(served: dict[str, Any], mode: str) -> None:
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_an_approval_is_asked_of_the_client_by_elicitation(served: dict[str, Any], mode: str) -> None:
     async def main() -> None:
-        yes = Asker("once")
-        async with stdio_client(served, mode, yes) as client:
+        asker = Asker("once")
+        async with stdio_client(served, mode, asker) as client:
             result = await client.call_tool("ask", {"text": "hi"})
             assert (result.is_error, text_of(result)) == (False, "approved hi")
-            assert len(yes.questions) == 1 and "the demo tool asks every time" in yes.questions[0]
-            assert "ask hi" in yes.questions[0]  # the exact subject
+            assert len(asker.questions) == 1 and "the demo tool asks every time" in asker.questions[0]
+            assert "ask hi" in asker.questions[0]  # the exact subject
             await client.call_tool("ask", {"text": "hi"})  # "once" is not remembered
-            assert len(yes.questions) == 2
+            assert len(asker.questions) == 2
             result = await client.call_tool("ask_in_thread", {"text": "t"})
             assert text_of(result) == "approved in a thread"
-            assert "asked from a thread of the tool" in yes.questions[2]
-        no = Asker("deny")
-        async with stdio_client(served, mode, no) as client:
+            assert "asked from a thread of the tool" in asker.questions[2]
+            asker.answer = "deny"
             result = await client.call_tool("ask", {"text": "hi"})
             assert result.is_error is True and "Denied" in text_of(result)
             assert outcome_of(result) == {"status": "denied", "error_kind": "approval", "truncated": False}
+            assert len(asker.questions) == 4
 
     anyio.run(main)
 
@@ -228,18 +228,17 @@ def test_a_client_that_cannot_elicit_is_denied_and_told_why(served: dict[str, An
 
 def test_a_dangerous_command_goes_through_the_guard_and_the_client_decides(served: dict[str, Any]) -> None:
     async def main() -> None:
-        no = Asker("deny")
-        async with stdio_client(served, "legacy", no) as client:
+        asker = Asker("deny")
+        async with stdio_client(served, "legacy", asker) as client:
             result = await client.call_tool("terminal", {"command": "git push --force"})
             assert outcome_of(result)["status"] == "denied"
-            assert "force-push" in no.questions[0] and "git push --force" in no.questions[0]
-        yes = Asker("once")
-        async with stdio_client(served, "auto", yes) as client:
+            assert "force-push" in asker.questions[0] and "git push --force" in asker.questions[0]
+            asker.answer = "once"
             result = await client.call_tool("terminal", {"command": "git push --force"})
             assert outcome_of(result)["status"] == "ok", text_of(result)
             assert "not a git repository" in text_of(result)  # it ran, and failed harmlessly
             harmless = await client.call_tool("terminal", {"command": "echo fine"})
-            assert "fine" in text_of(harmless) and len(yes.questions) == 1
+            assert "fine" in text_of(harmless) and len(asker.questions) == 2
 
     anyio.run(main)
 
