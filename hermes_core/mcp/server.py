@@ -50,9 +50,9 @@ INSTRUCTIONS = (
 
 def annotations_for(entry: ToolEntry) -> dict[str, Any]:
     """The MCP annotations of a registered tool: declared ones win over the derived read-only/destructive pair."""
-    read_only = bool(entry.parallel_safe)
-    derived: dict[str, Any] = {"readOnlyHint": read_only, "destructiveHint": not read_only}
-    return {**derived, **(entry.annotations or {})}
+    declared = dict(entry.annotations or {})
+    read_only = bool(declared.get("readOnlyHint", entry.parallel_safe))
+    return {"readOnlyHint": read_only, "destructiveHint": not read_only, **declared}
 
 
 def is_loopback(host: str) -> bool:

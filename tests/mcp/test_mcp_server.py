@@ -379,3 +379,37 @@ def test_http_on_another_address_without_token_cannot_be_forced_open() -> None:
         server = McpServer(system)
         with pytest.raises(ValueError, match="needs a bearer token"):
             anyio.run(lambda: server.serve_http("0.0.0.0", 0))
+
+
+@pytest.mark.parametrize("http_server", [("127.0.0.1:0", "tok-456")], indirect=True)
+def test_hermes_as_the_client_of_hermes_serve(http_server: tuple[str, str]) -> None:
+    """Both directions at once: annotations and attachments survive two pipelines; a wrong token is a 401
+    whose status and hint reach the status report."""
+    from mcp_helpers import eventually, load
+
+    url, _ = http_server
+    system = load(
+        {
+            "wrong": {"url": url, "headers": {"Authorization": "Bearer nope"}, "prefix": "w_"},
+            "right": {"url": url, "headers": {"Authorization": "Bearer tok-456"}},
+        },
+        {"max_backoff": 5},
+    )
+    try:
+        assert eventually(lambda: system.mcp_status()["right"]["state"] == "ready", 30)
+        assert eventually(lambda: system.mcp_status()["wrong"]["error"] is not None, 30)
+        error = system.mcp_status()["wrong"]["error"]
+        assert error.startswith("HTTP 401 Unauthorized: the server wants credentials"), error
+        assert "[mcp.servers.wrong] headers" in error
+        assert system.call("big", {"n": 2}) == "line 0\nline 1\n"
+        assert system.registry["big"].annotations == {
+            "readOnlyHint": True,
+            "destructiveHint": False,
+            "idempotentHint": True,
+        }
+        picture = system.call_outcome("picture")
+        assert picture.attachments[0].data == PNG
+        denied = system.call_outcome("ask", {"text": "x"})  # derived destructiveHint: our side asks first
+        assert (denied.status, denied.error_kind) == ("denied", "approval")
+    finally:
+        system.close()
