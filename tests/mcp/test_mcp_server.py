@@ -317,6 +317,8 @@ def test_list_call_and_approve_over_http(http_server: tuple[str, str], mode: str
             assert text_of(result) == "approved over http" and len(asker.questions) == 1
             result = await client.call_tool("big", {"n": "x"})
             assert result.is_error is True and outcome_of(result)["error_kind"] == "invalid_arguments"
+            result = await client.call_tool("big", {"n": 5000})
+            assert outcome_of(result)["truncated"] is True and len(text_of(result)) <= 2000
         async with http_client(url, None, mode, Asker("deny")) as client:
             result = await client.call_tool("ask", {"text": "over http"})
             assert outcome_of(result)["status"] == "denied"
