@@ -8,7 +8,9 @@ elicitation (see ``approval``); a client that cannot be asked gets a denial.
 
 ``tools/list`` is ``system.definitions(enabled=toolsets, format="mcp")`` with each tool's annotations: the
 registry's ``annotations`` where the tool declares them, else derived: a parallel-safe tool is read-only
-(``readOnlyHint``), any other tool may be destructive (``destructiveHint``), as the MCP defaults assume.
+(``readOnlyHint``), any other tool may be destructive (``destructiveHint``), as the MCP defaults assume. When that
+list changes (a plugin or an MCP server of the served system adds tools, a check flips), clients that listed the
+tools get ``notifications/tools/list_changed`` (handshake-era connections; 2026-07-28 clients re-list).
 
 Over HTTP the server binds to loopback unless told otherwise; on any other address it refuses to start
 without a bearer token, which every request must then carry (``Authorization: Bearer <token>``).
@@ -21,6 +23,7 @@ import base64
 import hmac
 import ipaddress
 import itertools
+import json
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Mapping
@@ -98,16 +101,37 @@ def outcome_to_result(outcome: CallOutcome, notes: list[str] | None = None) -> C
     )
 
 
+def _server_class() -> type[Server[Any]]:
+    from mcp.server.lowlevel import NotificationOptions, Server
+    from mcp.server.models import InitializationOptions
+
+    class _Server(Server[Any]):
+        """Announces ``tools.listChanged``: the tool list may change while a client is connected."""
+
+        def create_initialization_options(
+            self,
+            notification_options: NotificationOptions | None = None,
+            experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+            extensions: dict[str, dict[str, Any]] | None = None,
+        ) -> InitializationOptions:
+            options = notification_options or NotificationOptions(tools_changed=True)
+            return super().create_initialization_options(options, experimental_capabilities, extensions)
+
+    return _Server
+
+
 class McpServer:
     """The MCP face of one ``ToolSystem``: ``enabled`` selects the toolsets it offers (None: the config's)."""
 
-    def __init__(self, system: ToolSystem, enabled: Names = None, *, name: str = "hermes") -> None:
-        from mcp.server.lowlevel import Server
+    watch_interval = 1.0
+    """Seconds between two looks at the tool list (for ``notifications/tools/list_changed``)."""
 
+    def __init__(self, system: ToolSystem, enabled: Names = None, *, name: str = "hermes") -> None:
         self.system = system
         self.enabled = list(enabled) if enabled is not None and not isinstance(enabled, str) else enabled
         self._numbers = itertools.count(1)
-        self.server: Server[Any] = Server(
+        self._listeners: dict[str, Any] = {}  # connection -> a session proxy of its, to notify on changes
+        self.server: Server[Any] = _server_class()(
             name,
             version=__version__,
             instructions=INSTRUCTIONS,
@@ -139,9 +163,35 @@ class McpServer:
     async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> ListToolsResult:
         import anyio
         from mcp.types import ListToolsResult
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:  # a connection that can take notifications
+            self._listeners[_session_of(ctx)[0]] = ctx.session
         # definitions() may run tool checks (with their own timeout): keep them off the connection's loop
         return ListToolsResult(tools=await anyio.to_thread.run_sync(self.tools))
+
+    def _fingerprint(self) -> str:
+        return json.dumps(
+            self.system.definitions(enabled=self.enabled, format="mcp"), sort_keys=True, default=str
+        )
+
+    async def watch(self) -> None:
+        """Tell connected clients when the tool list changes (runs until cancelled)."""
+        import anyio
+
+        last = await anyio.to_thread.run_sync(self._fingerprint)
+        while True:
+            await anyio.sleep(self.watch_interval)
+            now = await anyio.to_thread.run_sync(self._fingerprint)
+            if now == last:
+                continue
+            last = now
+            for key, session in list(self._listeners.items()):
+                try:
+                    await session.send_tool_list_changed()
+                except Exception as err:  # the connection is gone
+                    log.debug("tools/list_changed to %s failed: %s", key, err)
+                    self._listeners.pop(key, None)
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
@@ -178,10 +228,13 @@ class McpServer:
 
     async def serve_stdio(self) -> None:
         """Serve one client on this process's stdin/stdout until it disconnects."""
+        import anyio
         from mcp.server.stdio import stdio_server
 
-        async with stdio_server() as (read, write):
+        async with stdio_server() as (read, write), anyio.create_task_group() as group:
+            group.start_soon(self.watch)
             await self.server.run(read, write, self.server.create_initialization_options())
+            group.cancel_scope.cancel()
 
     async def serve_http(
         self,
@@ -218,8 +271,13 @@ class McpServer:
         server = uvicorn.Server(config)
         if on_ready is not None:
             on_ready(f"http://{shown}:{bound}/mcp")
+        import anyio
+
         try:
-            await server.serve(sockets=[sock])
+            async with anyio.create_task_group() as group:
+                group.start_soon(self.watch)
+                await server.serve(sockets=[sock])
+                group.cancel_scope.cancel()
         finally:
             sock.close()
 

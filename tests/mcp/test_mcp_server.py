@@ -29,6 +29,8 @@ PNG = b"\x89PNG\r\n\x1a\n" + bytes(24)
 PLUGIN = f"""
 from hermes_core import Attachment, ToolOutput, registry
 
+import os
+
 PNG = {PNG!r}
 
 
@@ -63,6 +65,14 @@ def ask_in_thread(text: str, context):
     return box[0]
 
 
+def switch_is_on():
+    return os.path.exists(os.environ["DEMO_SWITCH"])
+
+
+def switched():
+    return "on"
+
+
 def params(**props):
     return {{"type": "object", "properties": props, "required": list(props)}}
 
@@ -73,6 +83,8 @@ registry.register(name="big", toolset="demo", handler=big, annotations={{"readOn
                   schema={{"name": "big", "description": "n lines.", "parameters": params(n={{"type": "integer"}})}})
 registry.register(name="ask_in_thread", toolset="demo", handler=ask_in_thread,
                   schema={{"name": "ask_in_thread", "description": "Asks.", "parameters": params(text={{"type": "string"}})}})
+registry.register(name="switched", toolset="demo", handler=switched, check_fn=switch_is_on,
+                  schema={{"name": "switched", "description": "There when the switch is.", "parameters": params()}})
 registry.register(name="ask", toolset="demo", handler=ask,
                   schema={{"name": "ask", "description": "Asks first.", "parameters": params(text={{"type": "string"}})}})
 """
@@ -87,11 +99,16 @@ def served(tmp_path: Path) -> dict[str, Any]:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     config = tmp_path / "config.toml"
-    config.write_text("[limits]\nmax_result_chars = 2000\n")
-    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    config.write_text("[limits]\nmax_result_chars = 2000\n[tools]\ncheck_ttl = 0.2\n")
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path), "DEMO_SWITCH": str(tmp_path / "switch")}
     env.pop("HERMES_MCP_TOKEN", None)
     base = [HERMES, "--config", str(config), "--plugins-dir", str(plugins), "--workspace", str(workspace)]
-    return {"base": base, "env": env, "args": ["mcp", "serve", "--toolset", "demo", "--toolset", "terminal"]}
+    return {
+        "base": base,
+        "env": env,
+        "args": ["mcp", "serve", "--toolset", "demo", "--toolset", "terminal"],
+        "switch": tmp_path / "switch",
+    }
 
 
 class Asker:
@@ -109,12 +126,13 @@ class Asker:
 
 @asynccontextmanager
 async def stdio_client(
-    served: dict[str, Any], mode: str = "legacy", asker: Asker | None = None
+    served: dict[str, Any], mode: str = "legacy", asker: Asker | None = None, on_message: Any = None
 ) -> AsyncIterator[Client]:
     params = StdioServerParameters(
         command=served["base"][0], args=served["base"][1:] + served["args"], env=served["env"]
     )
-    async with Client(params, mode=mode, elicitation_callback=asker) as client:  # type: ignore[arg-type]
+    client = Client(params, mode=mode, elicitation_callback=asker, message_handler=on_message)  # type: ignore[arg-type]
+    async with client:
         yield client
 
 
@@ -239,6 +257,27 @@ def test_a_dangerous_command_goes_through_the_guard_and_the_client_decides(serve
             assert "not a git repository" in text_of(result)  # it ran, and failed harmlessly
             harmless = await client.call_tool("terminal", {"command": "echo fine"})
             assert "fine" in text_of(harmless) and len(asker.questions) == 2
+
+    anyio.run(main)
+
+
+def test_clients_are_told_when_the_tool_list_changes(served: dict[str, Any]) -> None:
+    async def main() -> None:
+        changed = anyio.Event()
+
+        async def on_message(message: Any) -> None:
+            if getattr(message, "method", None) == "notifications/tools/list_changed":
+                changed.set()
+
+        async with stdio_client(served, "legacy", on_message=on_message) as client:
+            tools_capability = client.server_capabilities.tools
+            assert tools_capability is not None and tools_capability.list_changed is True
+            assert "switched" not in {t.name for t in (await client.list_tools()).tools}
+            served["switch"].write_text("")  # the tool's check now passes
+            with anyio.fail_after(20):
+                await changed.wait()
+            assert "switched" in {t.name for t in (await client.list_tools()).tools}
+            assert text_of(await client.call_tool("switched", {})) == "on"
 
     anyio.run(main)
 
