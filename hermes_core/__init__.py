@@ -11,7 +11,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from .context import ApprovalDenied, CallContext
-from .decisions import Block, CallOutcome, RequireApproval, Rewrite
+from .decisions import Attachment, Block, CallOutcome, RequireApproval, Rewrite, ToolOutput
 from .errors import ToolError, tool_error, tool_result
 from .hookspecs import hookimpl
 from .registry import (
@@ -36,6 +36,7 @@ logging.getLogger("hermes").addHandler(logging.NullHandler())
 
 __all__ = [
     "ApprovalDenied",
+    "Attachment",
     "Block",
     "CallContext",
     "CallOutcome",
@@ -49,6 +50,7 @@ __all__ = [
     "ToolEntry",
     "ToolError",
     "ToolNameConflict",
+    "ToolOutput",
     "ToolRegistry",
     "ToolSystem",
     "__version__",

@@ -68,6 +68,8 @@ _SHAPE: dict[str, Any] = {
     "plugins": {"blocked": _LIST_OF_STR, "load": _LIST_OF_STR, "strict": bool, "*": dict},
     "approvals": dict,
     "mcp": {
+        "ready_timeout": _NUM,  # seconds a one-shot CLI command waits for servers to connect
+        "max_backoff": _NUM,  # the longest wait between two reconnection attempts (default for every server)
         "servers": {
             "*": {
                 "command": str,
@@ -78,8 +80,12 @@ _SHAPE: dict[str, Any] = {
                 "headers": dict,
                 "enabled": bool,
                 "timeout": _NUM,
+                "prefix": str,  # names of this server's tools: prefix + name (default: bare, "<server>_" on a clash)
+                "max_backoff": _NUM,
+                "max_call_time": _NUM,  # the longest one call may run, progress notifications included
+                "approve": str,  # "destructive" (default), "all" or "none": which calls need approval
             }
-        }
+        },
     },
     "session": {"workspace": str},
     "models": {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Block", "CallOutcome", "RequireApproval", "Rewrite", "Status"]
+__all__ = ["Attachment", "Block", "CallOutcome", "RequireApproval", "Rewrite", "Status", "ToolOutput"]
 
 Status = Literal["ok", "error", "blocked", "denied"]
 
@@ -32,15 +32,39 @@ class RequireApproval:
     subject: str | None = None  # what the approval binds to; defaults to the tool name and its arguments
 
 
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """Binary content a tool returned next to its text: an image, audio or a file (``data`` is the raw bytes).
+
+    Hosts find them on ``CallOutcome.attachments``; ``hermes_core.content.content_blocks`` turns an outcome into
+    provider content parts (images for providers that accept them).
+    """
+
+    mime_type: str
+    data: bytes
+    kind: Literal["image", "audio", "binary"] = "binary"
+    name: str | None = None  # a file name or URI, when the source gave one
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What a handler returns to hand back attachments with its text; ``text`` is what the model reads."""
+
+    text: str
+    attachments: tuple[Attachment, ...] = ()
+
+
 class CallOutcome:
     """The full story of one call, for hosts that want more than the result string.
 
     ``status`` is ok / error / blocked / denied. ``error_kind`` says which error: ``unknown_tool``,
     ``invalid_arguments``, ``timeout``, ``tool_error`` (a deliberate ``ToolError``), ``exception`` (a bug in
     the handler, with ``error_id`` naming the logged traceback), ``hook_error`` or ``approval``.
+    ``attachments`` holds the images and files a handler returned with a ``ToolOutput`` (empty otherwise).
     """
 
     __slots__ = (
+        "attachments",
         "call_id",
         "duration_ms",
         "error_id",
@@ -64,6 +88,7 @@ class CallOutcome:
         error_id: str | None = None,
         truncated: bool = False,
         full_output_path: str | None = None,
+        attachments: tuple[Attachment, ...] = (),
     ) -> None:
         self.name = name
         self.status = status
@@ -74,6 +99,7 @@ class CallOutcome:
         self.error_id = error_id
         self.truncated = truncated
         self.full_output_path = full_output_path
+        self.attachments = attachments
 
     def __repr__(self) -> str:
         extra = f", error_kind={self.error_kind!r}" if self.error_kind else ""

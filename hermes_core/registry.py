@@ -146,6 +146,7 @@ class ToolEntry:
 
     __slots__ = (
         "_runtime",
+        "annotations",
         "check_fn",
         "description",
         "distribution",
@@ -178,6 +179,7 @@ class ToolEntry:
     dynamic_schema_overrides: Callable[[frozenset[str]], Mapping[str, Any] | None] | None
     parallel_safe: bool
     timeout: float | None
+    annotations: Mapping[str, Any] | None
     plugin: str | None
     distribution: str | None
     version: str | None
@@ -201,6 +203,7 @@ class ToolEntry:
         parallel_safe: bool = False,
         timeout: float | None = None,
         origin: Provenance = _NO_PROVENANCE,
+        annotations: Mapping[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.toolset = toolset
@@ -217,6 +220,8 @@ class ToolEntry:
         self.dynamic_schema_overrides = dynamic_schema_overrides
         self.parallel_safe = parallel_safe
         self.timeout = timeout
+        # MCP-style hints (readOnlyHint, destructiveHint, idempotentHint, openWorldHint, title); None = derive
+        self.annotations = dict(annotations) if annotations is not None else None
         self.plugin = origin.plugin
         self.distribution = origin.distribution
         self.version = origin.version
@@ -293,6 +298,7 @@ class ToolRegistry:
         parallel_safe: bool = False,
         timeout: float | None = None,
         replace: bool = False,
+        annotations: Mapping[str, Any] | None = None,
     ) -> ToolEntry:
         """Register a tool and return its entry.
 
@@ -301,7 +307,9 @@ class ToolRegistry:
         each other. Raises ``InvalidSchemaError`` for a malformed schema. A refused registration changes
         nothing. When the name belongs to another plugin, the registry's ``arbiter`` (installed by the plugin
         host) rules first: a first-party built-in keeps its name even against ``replace=True``
-        (``ReservedToolName``) unless the config's ``[tools] override`` says otherwise.
+        (``ReservedToolName``) unless the config's ``[tools] override`` says otherwise. ``annotations`` are MCP-style behaviour hints (``readOnlyHint``, ``destructiveHint``,
+        ``idempotentHint``, ``openWorldHint``, ``title``) that ``hermes mcp serve`` publishes; without them a
+        parallel-safe tool counts as read-only and any other tool as possibly destructive.
         """
         _check_shape(name, toolset, schema, handler)
         if max_result_size_chars is not None and (
@@ -325,6 +333,7 @@ class ToolRegistry:
             parallel_safe=parallel_safe,
             timeout=timeout,
             origin=_provenance.get(),
+            annotations=annotations,
         )
         return self.add(entry, replace=replace)
 

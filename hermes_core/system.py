@@ -113,7 +113,7 @@ class ToolSystem:
         self._stash = Stash()
         self.pipeline.closers.append(self._stash.close)  # first in, so closed last of the closers
         self._closed = False
-        self._mcp_started = False
+        self._mcp: Any = None  # the MCP client (hermes_core.mcp.client.McpClients) once servers start
 
     # -- construction ------------------------------------------------------------------------------------
 
@@ -224,26 +224,33 @@ class ToolSystem:
             log.error("config: %s", err)
 
     def _start_mcp(self) -> None:
-        from .mcp_client import start_servers  # imports the optional mcp SDK only when it connects
+        from .mcp.client import start_servers  # imports the optional mcp SDK only when it connects
 
-        self._mcp_started = True
-        start_servers(self)
+        self._mcp = start_servers(self)
 
     def mcp_status(self) -> dict[str, dict[str, Any]]:
-        """Each configured MCP server's state (connecting, ready, failed...), tools and last error."""
-        if not self._mcp_started:
-            return {}
-        from .mcp_client import status
-
-        return status(self)
+        """Per configured MCP server: ``state`` (connecting, ready, reconnecting, failed, disabled, closed),
+        ``tools`` (registered names), ``error`` (the last one, also while reconnecting), ``renamed``,
+        ``clashes``, ``skipped`` and ``hidden`` tools with the reason, ``server``/``version`` and its ``log``."""
+        return self._mcp.status() if self._mcp is not None else {}
 
     def wait_mcp(self, timeout: float = 30.0) -> bool:
-        """Wait until no MCP server is still connecting; True when all settled in time (or none exist)."""
-        if not self._mcp_started:
-            return True
-        from .mcp_client import wait_ready
+        """Wait until no MCP server is connecting for the first time; True when all settled in time.
 
-        return wait_ready(self, timeout)
+        A server that failed and retries in the background counts as settled (``reconnecting``). Call it from a
+        thread other than the system's async loop.
+        """
+        return self._mcp.wait(timeout) if self._mcp is not None else True
+
+    def mcp_restart(self, name: str) -> bool:
+        """Reconnect MCP server ``name`` now (a stdio server gets a new process), whatever its backoff.
+
+        Returns False when the server is not running (disabled, misconfigured, system closed); raises
+        ``KeyError`` for a name that is not configured.
+        """
+        if self._mcp is None:
+            raise KeyError(f"no MCP server named {name!r} (none configured)")
+        return bool(self._mcp.restart(name))
 
     # -- plugins -----------------------------------------------------------------------------------------
 

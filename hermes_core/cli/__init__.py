@@ -11,6 +11,7 @@ from ._app import HermesGroup, cli
 from ._approvals import approvals_group
 from ._call import EXIT_CODES, call_command
 from ._config_cmd import config_group
+from ._mcp import mcp_group
 from ._plugins import plugins_group
 from ._state import ConfigFailure, State, current_system, get_state
 from ._tools import tools_group
@@ -32,6 +33,7 @@ for _command in (tools_group, toolsets_command, schema_group, call_command, plug
 cli.add_command(chat_command)
 cli.add_command(run_command)
 cli.add_command(approvals_group)
+cli.add_command(mcp_group)
 
 
 def main() -> None:

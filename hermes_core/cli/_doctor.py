@@ -425,43 +425,10 @@ def _toolset_problems(system: ToolSystem) -> list[Problem]:
 
 
 def _mcp_problems(system: ToolSystem) -> list[Problem]:
-    """Configured MCP servers that failed, are still connecting, or whose tools could not be registered."""
-    out = []
-    for name, info in system.mcp_status().items():
-        where = f"mcp:{name}"
-        log_hint = f"; its log is {info['log']}" if info.get("log") else ""
-        state = info.get("state")
-        if state == "failed":
-            out.append(
-                Problem(
-                    "error",
-                    where,
-                    "mcp",
-                    f"MCP server {name!r} failed: {info.get('error') or 'unknown error'}",
-                    f"check command/args/url in [mcp.servers.{name}]{log_hint}",
-                )
-            )
-        elif state == "connecting":
-            out.append(
-                Problem(
-                    "warning",
-                    where,
-                    "mcp",
-                    f"MCP server {name!r} is still connecting",
-                    f"run the doctor again, or raise [mcp.servers.{name}] timeout{log_hint}",
-                )
-            )
-        for tool, reason in (info.get("skipped") or {}).items():
-            out.append(
-                Problem(
-                    "warning",
-                    where,
-                    "mcp",
-                    f"tool {tool!r} of MCP server {name!r} was not registered: {reason}",
-                    "rename the clashing tool, or leave it out of the server",
-                )
-            )
-    return out
+    """Configured MCP servers that are down or misconfigured, and tool names that clash (see ``_mcp``)."""
+    from ._mcp import mcp_problems
+
+    return mcp_problems(system)
 
 
 def run_doctor(system: ToolSystem, *, timeout: float = 30.0) -> DoctorReport:

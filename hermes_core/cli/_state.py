@@ -18,9 +18,6 @@ __all__ = ["CONFIG_EXIT", "ConfigFailure", "State", "current_system", "get_state
 CONFIG_EXIT = 2
 
 
-MCP_WAIT_SECONDS = 10.0
-
-
 class ConfigFailure(click.ClickException):
     """A broken configuration file: the message names the file, line and key; exits with status 2."""
 
@@ -93,8 +90,11 @@ class State:
             raise ConfigFailure(str(err)) from None
         except PluginLoadError as err:
             raise click.ClickException(f"{err} (strict plugin loading is on)") from None
-        # a one-shot command wants MCP tools present: give background connections a moment (no-op without MCP)
-        self._system.wait_mcp(timeout=MCP_WAIT_SECONDS)
+        # a one-shot command wants MCP tools present: wait for background connections, bounded by
+        # [mcp] ready_timeout, and name the servers it gave up on (no-op without MCP)
+        from ._mcp import wait_for_mcp
+
+        wait_for_mcp(self._system)
         return self._system
 
     def close(self) -> None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._trace import trace, trace_enabled
 from ..context import ApprovalDenied, CallContext
-from ..decisions import Block, CallOutcome, RequireApproval, Rewrite, Status
+from ..decisions import Block, CallOutcome, RequireApproval, Rewrite, Status, ToolOutput
 from ..errors import ToolError
 from ..registry import ToolEntry
 from ..schema import ToolArgumentError
@@ -362,6 +362,9 @@ class Pipeline:
         """Transform, sanitize and limit the result, then let post hooks observe the outcome."""
         name = outcome.name
         if outcome.status == "ok":
+            if type(value) is ToolOutput:  # text plus attachments (images, files) for the host
+                outcome.attachments = value.attachments
+                value = value.text
             text = value if type(value) is str else _render(value)
             if self._transform and entry is not None:
                 for impl in self._transform:
@@ -515,7 +518,13 @@ class Pipeline:
                     except (Exception, HandlerTimeout) as err:
                         failed = self._handler_failed(name, err, rt, call_id)
                         return self._finish(failed, entry, args, None, rt, started)
-                    text = value if type(value) is str else _render(value)
+                    if type(value) is str:
+                        text = value
+                    elif type(value) is ToolOutput:  # attachments: the general result stage keeps them
+                        ok = CallOutcome(name, "ok", "", call_id)
+                        return self._finish(ok, entry, args, None, rt, started, value)
+                    else:
+                        text = _render(value)
                     text = (self._redact or self._load_redactor())(text)
                     if "<" in text or "[" in text:
                         text = neutralise_markup(text)

@@ -2,7 +2,11 @@
 
 Tools: ``echo(text)``, ``add(a, b)``, ``fail(message)`` (a tool error), ``sleep(seconds)``, ``pid()``, ``header(name)`` (an HTTP
 request header), ``pic.ture()`` (text and an image), ``grow()`` (adds ``triple`` and tells the client the tool
-list changed), ``crash()`` (the process exits).
+list changed), ``crash()`` (the process exits), ``working(seconds, every)`` (silent but for progress notifications),
+``wipe(target)`` (annotated destructive), ``files()`` (a JSON text blob and a binary blob), ``read_file(path)``
+(a name the built-ins own), ``batch()`` (runs only as a task: ``taskSupport: required``).
+
+``--refuse-if PATH``: exit at once while PATH exists (a server that is down, or not up yet).
 """
 
 from __future__ import annotations
@@ -11,10 +15,27 @@ import base64
 import os
 import sys
 
+if "--refuse-if" in sys.argv and os.path.exists(sys.argv[sys.argv.index("--refuse-if") + 1]):
+    sys.exit("refusing to start: the down-flag file exists")  # before the heavy imports: a quick refusal
+
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations, ToolExecution
 
-server = MCPServer("echo-demo", version="1.2.3")
+
+class EchoServer(MCPServer):
+    async def list_tools(self) -> list:  # type: ignore[type-arg]
+        tools = await super().list_tools()
+        # MCPServer has no way to declare taskSupport: mark the one tool that needs it here
+        return [
+            t.model_copy(update={"execution": ToolExecution(task_support="required")})
+            if t.name == "batch"
+            else t
+            for t in tools
+        ]
+
+
+server = EchoServer("echo-demo", version="1.2.3")
 
 
 @server.tool()
@@ -84,6 +105,53 @@ def crash() -> str:
     """Exit the server process at once, mid-session."""
     sys.stdout.flush()
     os._exit(3)
+
+
+@server.tool()
+async def working(seconds: float, every: float, ctx: Context) -> str:
+    """Work for ``seconds``, sending a progress notification every ``every`` seconds and nothing else."""
+    import anyio
+
+    steps = max(1, int(seconds / every))
+    for step in range(steps):
+        await anyio.sleep(every)
+        await ctx.report_progress(step + 1, steps)
+    return f"worked {seconds} s"
+
+
+@server.tool(annotations=ToolAnnotations(destructive_hint=True, read_only_hint=False))
+def wipe(target: str) -> str:
+    """Pretend to delete ``target`` (annotated destructive)."""
+    return f"wiped {target}"
+
+
+@server.tool()
+def files() -> list[object]:
+    """A JSON file as a base64 blob (text) and a PDF as a base64 blob (binary)."""
+    from mcp.types import BlobResourceContents, EmbeddedResource
+
+    text = base64.b64encode(b'{"ok": true}').decode()
+    pdf = base64.b64encode(b"%PDF-1.4 fake").decode()
+    return [
+        EmbeddedResource(
+            resource=BlobResourceContents(uri="file:///a.json", blob=text, mime_type="application/json")
+        ),
+        EmbeddedResource(
+            resource=BlobResourceContents(uri="file:///b.pdf", blob=pdf, mime_type="application/pdf")
+        ),
+    ]
+
+
+@server.tool()
+def read_file(path: str) -> str:
+    """The server's own read_file (the built-ins have one too)."""
+    return f"remote read of {path}"
+
+
+@server.tool()
+def batch() -> str:
+    """Only runs as a task."""
+    return "batched"
 
 
 def main(argv: list[str]) -> None:

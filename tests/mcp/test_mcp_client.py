@@ -3,54 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import gc
 import os
-import re
-import socket
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from mcp_helpers import DEMO, SERVER, HttpEcho, eventually, free_port, load, process_gone
 
-from hermes_core import ToolSystem, hookimpl, mcp_client
-from hermes_core.mcp_client import render_result, safe_tool_name, status, wait_ready
+import hermes_builtin.plugin
+from hermes_core import ToolSystem, hookimpl
+from hermes_core.mcp import _spec
 
 pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 
-SERVER = str(Path(__file__).with_name("echo_server.py"))
-DEMO = {"command": sys.executable, "args": [SERVER]}
-DEMO_TOOLS = {"echo", "add", "fail", "sleep", "pid", "header", "pic_ture", "grow", "crash"}
-
-
-def load(servers: dict[str, Any], **kwargs: Any) -> ToolSystem:
-    return ToolSystem.load(
-        config={"mcp": {"servers": servers}}, load_entry_points=False, plugins_dir=False, **kwargs
-    )
-
-
-def eventually(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return predicate()
-
-
-def process_gone(pid: int) -> bool:
-    """True when no process (not even a zombie waiting to be reaped) has this pid."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
+DEMO_TOOLS = {"echo", "add", "fail", "sleep", "pid", "header", "pic_ture", "grow", "crash", "working", "wipe"}
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +39,8 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ToolSyste
                 },
                 "off": {**DEMO, "enabled": False},
                 "neither": {"args": ["x"]},
-            }
+            },
+            {"max_backoff": 5},
         )
         took = time.perf_counter() - started
         yield system, took
@@ -79,7 +50,8 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ToolSyste
 @pytest.fixture
 def demo(shared: tuple[ToolSystem, float]) -> ToolSystem:
     system = shared[0]
-    assert wait_ready(system, 20)
+    assert system.wait_mcp(20)
+    assert eventually(lambda: system.mcp_status()["demo"]["state"] == "ready", 20)
     return system
 
 
@@ -89,34 +61,41 @@ def demo(shared: tuple[ToolSystem, float]) -> ToolSystem:
 def test_load_returns_at_once_and_servers_connect_in_the_background(shared: tuple[ToolSystem, float]) -> None:
     system, took = shared
     assert took < 0.5, f"load() took {took:.3f} s: it must not wait for MCP servers"
-    assert wait_ready(system, 20)
-    assert status(system)["demo"]["state"] == "ready"
+    assert system.wait_mcp(20)
+    assert eventually(lambda: system.mcp_status()["demo"]["state"] == "ready", 20)
     assert set(system.registry.toolsets()["mcp-demo"]) >= DEMO_TOOLS
 
 
-def test_a_server_that_never_answers_fails_after_the_start_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(mcp_client, "MIN_START_TIMEOUT", 0.5)
+def test_a_server_that_never_answers_is_retried_after_the_start_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_spec, "MIN_START_TIMEOUT", 0.5)
     # reads stdin to the end and never answers the handshake
     mute = {"command": sys.executable, "args": ["-c", "import sys; sys.stdin.read()"], "timeout": 1}
     system = load({"mute": mute})
     try:
-        assert status(system)["mute"]["state"] == "connecting"
-        assert wait_ready(system, 0.2) is False
-        assert wait_ready(system, 10) is True
-        assert status(system)["mute"] == {**status(system)["mute"], "state": "failed", "tool_count": 0}
-        assert status(system)["mute"]["error"] == "no answer within 1 s"
+        assert system.mcp_status()["mute"]["state"] == "connecting"
+        assert system.wait_mcp(0.2) is False
+        assert system.wait_mcp(10) is True
+        report = system.mcp_status()["mute"]
+        assert (report["state"], report["tool_count"], report["error"]) == (
+            "reconnecting",
+            0,
+            "no answer within 1 s",
+        )
     finally:
         system.close()
 
 
 def test_broken_servers_are_reported_and_do_not_affect_the_others(demo: ToolSystem) -> None:
-    report = status(demo)
-    assert report["missing"]["state"] == "failed"
+    report = demo.mcp_status()
+    assert report["missing"]["state"] == "reconnecting"  # it may be installed later: retried, never given up
     assert report["missing"]["error"].startswith("cannot start ")
     assert "No such file" in report["missing"]["error"]
-    assert report["dies"]["state"] == "failed"
-    assert report["dies"]["error"].startswith("the server closed the connection")
-    assert "boom: no config" in report["dies"]["error"]  # the tail of its stderr
+    assert report["dies"]["state"] in ("reconnecting", "connecting")
+    assert eventually(
+        lambda: "boom: no config" in (demo.mcp_status()["dies"]["error"] or "")
+    )  # stderr's tail
     assert report["off"]["state"] == "disabled"
     assert report["neither"]["state"] == "failed"
     assert "needs command" in report["neither"]["error"]
@@ -128,7 +107,7 @@ def test_broken_servers_are_reported_and_do_not_affect_the_others(demo: ToolSyst
 # -- registration --------------------------------------------------------------------------------------
 
 
-def test_tools_are_registered_with_the_server_schema_and_provenance(demo: ToolSystem) -> None:
+def test_tools_are_registered_with_the_server_schema_annotations_and_provenance(demo: ToolSystem) -> None:
     defs = {d["function"]["name"]: d["function"] for d in demo.definitions(enabled=["mcp-demo"])}
     assert set(defs) >= DEMO_TOOLS
     add = defs["add"]
@@ -139,24 +118,25 @@ def test_tools_are_registered_with_the_server_schema_and_provenance(demo: ToolSy
     assert (entry.toolset, entry.plugin, entry.source) == ("mcp-demo", "mcp:demo", "mcp")
     assert (entry.distribution, entry.version) == ("echo-demo", "1.2.3")
     assert entry.is_async
-    report = status(demo)["demo"]
+    assert demo.registry["wipe"].annotations == {"readOnlyHint": False, "destructiveHint": True}
+    report = demo.mcp_status()["demo"]
     assert report["tool_count"] == len(report["tools"]) >= len(DEMO_TOOLS)
     assert report["transport"] == "stdio"
 
 
 def test_names_providers_refuse_are_rewritten(demo: ToolSystem) -> None:
     assert "pic.ture" not in demo.registry
-    assert status(demo)["demo"]["renamed"] == {"pic_ture": "pic.ture"}
-    assert demo.call("pic_ture") == "a caption\n[image: 100 bytes, image/png]"
+    assert demo.mcp_status()["demo"]["renamed"]["pic_ture"] == "pic.ture"
+    assert demo.call("pic_ture") == "a caption\n[image: 100 bytes, image/png; attached]"
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.text(max_size=100))
-def test_safe_names_fit_every_provider(name: str) -> None:
-    safe = safe_tool_name(name)
-    assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]{0,63}", safe), safe
-    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]{0,63}", name):
-        assert safe == name
+def test_a_tool_that_runs_only_as_a_task_is_hidden_with_the_reason(demo: ToolSystem) -> None:
+    assert "batch" in demo.registry
+    assert "batch" not in {d["function"]["name"] for d in demo.definitions()}
+    assert "taskSupport: required" in demo.hidden()["batch"]
+    assert "taskSupport: required" in demo.mcp_status()["demo"]["hidden"]["batch"]
+    outcome = demo.call_outcome("batch")
+    assert outcome.error_kind == "unknown_tool" and "not available right now" in outcome.result
 
 
 # -- calls ---------------------------------------------------------------------------------------------
@@ -182,17 +162,88 @@ def test_a_server_side_error_becomes_a_tool_error(demo: ToolSystem) -> None:
     assert "the disk is on fire" in outcome.result
 
 
-def test_a_call_that_outlasts_the_server_timeout_is_stopped() -> None:
+def test_images_and_binary_blobs_reach_the_host_as_attachments(demo: ToolSystem) -> None:
+    from hermes_core.content import content_blocks
+
+    outcome = demo.call_outcome("pic_ture")
+    assert outcome.ok
+    [image] = outcome.attachments
+    assert (image.kind, image.mime_type, image.data) == ("image", "image/png", b"\x89PNG" + bytes(96))
+    anthropic = content_blocks(outcome, "anthropic")
+    assert anthropic[0] == {"type": "text", "text": outcome.result}
+    assert anthropic[1]["type"] == "image" and anthropic[1]["source"]["media_type"] == "image/png"
+    openai = content_blocks(outcome, "openai")
+    assert openai[1]["image_url"]["url"].startswith("data:image/png;base64,iVBORw")
+    assert content_blocks(outcome, "text")[1] == {"type": "text", "text": "[image: 100 bytes, image/png]"}
+    files = demo.call_outcome("files")
+    assert files.result.splitlines() == [
+        '{"ok": true}',  # a text blob is decoded into the text
+        "[binary file:///b.pdf: 13 bytes, application/pdf; attached]",
+    ]
+    [pdf] = files.attachments
+    assert (pdf.kind, pdf.mime_type, pdf.data, pdf.name) == (
+        "binary",
+        "application/pdf",
+        b"%PDF-1.4 fake",
+        "file:///b.pdf",
+    )
+    assert (
+        content_blocks(files, "anthropic")[-1]["text"] == "[binary file:///b.pdf: 13 bytes, application/pdf]"
+    )
+
+
+def test_a_destructive_tool_asks_for_approval(demo: ToolSystem) -> None:
+    outcome = demo.call_outcome("wipe", {"target": "/srv/data"})  # nobody to ask: denied, never run
+    assert (outcome.status, outcome.error_kind) == ("denied", "approval")
+    assert "marks 'wipe' as destructive" in outcome.result
+
+
+def test_an_approved_destructive_call_runs_and_the_approval_binds_to_its_arguments() -> None:
+    from hermes_core.security import CallbackApprover
+
+    asked: list[Any] = []
+
+    def answer(request: Any) -> str:
+        asked.append(request)
+        return "once" if "/tmp/scratch" in request.subject else "deny"
+
+    system = load({"demo": DEMO}, approver=CallbackApprover(answer))
+    try:
+        assert eventually(lambda: system.mcp_status()["demo"]["state"] == "ready", 20)
+        assert system.call("wipe", {"target": "/tmp/scratch"}) == "wiped /tmp/scratch"
+        assert asked[0].kind == "mcp" and asked[0].subject == 'mcp:demo wipe {"target": "/tmp/scratch"}'
+        assert system.call_outcome("wipe", {"target": "/home"}).status == "denied"
+        assert system.call("echo", {"text": "no question"}) == "no question"
+        assert len(asked) == 2
+    finally:
+        system.close()
+
+
+def test_approve_none_trusts_the_server_and_approve_all_asks_for_everything() -> None:
+    system = load(
+        {"trusted": {**DEMO, "approve": "none"}, "wary": {**DEMO, "approve": "all", "prefix": "w_"}}
+    )
+    try:
+        assert eventually(lambda: all(s["state"] == "ready" for s in system.mcp_status().values()), 20)
+        assert system.call("wipe", {"target": "x"}) == "wiped x"
+        assert system.call_outcome("w_echo", {"text": "x"}).status == "denied"
+    finally:
+        system.close()
+
+
+def test_a_silent_call_times_out_but_progress_keeps_it_alive() -> None:
     system = load({"slow": {**DEMO, "timeout": 1}})
     try:
-        assert wait_ready(system, 20)
+        assert eventually(lambda: system.mcp_status()["slow"]["state"] == "ready", 20)
         started = time.perf_counter()
         outcome = system.call_outcome("sleep", {"seconds": 10})
         assert time.perf_counter() - started < 3
         assert (outcome.status, outcome.error_kind) == ("error", "timeout")
         assert "did not answer within 1 s" in outcome.result
+        # twice the timeout, with a progress notification every 0.25 s: never silent for 1 s
+        assert system.call("working", {"seconds": 2, "every": 0.25}) == "worked 2.0 s"
         assert system.call("sleep", {"seconds": 0.01}) == "slept 0.01"  # the session is still usable
-        assert status(system)["slow"]["state"] == "ready"
+        assert system.mcp_status()["slow"]["state"] == "ready"
     finally:
         system.close()
 
@@ -215,42 +266,167 @@ def test_a_changed_tool_list_is_picked_up(demo: ToolSystem) -> None:
     assert set(demo.registry.toolsets()["mcp-demo"]) >= DEMO_TOOLS
 
 
-# -- failures and shutdown -----------------------------------------------------------------------------
+# -- names that clash ----------------------------------------------------------------------------------
 
 
-def test_a_server_that_exits_loses_its_tools_then_comes_back() -> None:
-    system = load({"demo": DEMO})
+def test_two_servers_with_the_same_tools_both_stay_callable_under_qualified_names() -> None:
+    system = load({"one": DEMO, "two": DEMO})
     try:
-        assert wait_ready(system, 20)
+        assert eventually(lambda: all(s["state"] == "ready" for s in system.mcp_status().values()), 20)
+        assert eventually(lambda: "two_pid" in system.registry and "one_pid" in system.registry)
+        assert "echo" not in system.registry and "pid" not in system.registry
+        one, two = int(system.call("one_pid")), int(system.call("two_pid"))
+        assert one != two  # each name reaches its own server
+        assert system.call("two_echo", {"text": "t"}) == "t"
+        report = system.mcp_status()
+        assert all(name.startswith("one_") for name in report["one"]["tools"])
+        clash = next(c for c in report["one"]["clashes"] if c["tool"] == "echo")
+        assert clash == {"tool": "echo", "name": "one_echo", "with": ["MCP server 'two'"]}
+        # one server goes for good: the other's names stay as they are until it re-lists
+        system.mcp_restart("one")
+        assert system.call("two_echo", {"text": "still"}) == "still"
+    finally:
+        system.close()
+
+
+def test_a_clash_with_a_built_in_is_qualified_and_the_built_in_keeps_its_name(tmp_path: Path) -> None:
+    class Local:
+        @hookimpl
+        def register_tools(self, registry: Any) -> None:
+            registry.register(
+                name="echo",
+                toolset="local",
+                schema={"name": "echo", "description": "Local echo.", "parameters": {"type": "object"}},
+                handler=lambda: "the local one",
+            )
+
+    (tmp_path / "notes.txt").write_text("local file\n")
+    system = load({"demo": DEMO}, plugins=[hermes_builtin.plugin, Local()], workspace=tmp_path)
+    try:
+        assert eventually(lambda: system.mcp_status()["demo"]["state"] == "ready", 20)
+        assert system.registry["read_file"].toolset == "file"
+        assert "local file" in system.call("read_file", {"path": "notes.txt"})
+        assert system.call("demo_read_file", {"path": "notes.txt"}) == "remote read of notes.txt"
+        assert system.call("echo") == "the local one"
+        assert system.call("demo_echo", {"text": "remote"}) == "remote"
+        assert system.call("add", {"a": 1, "b": 1}) == "2"  # no clash, no prefix
+        clashes = {c["tool"]: c for c in system.mcp_status()["demo"]["clashes"]}
+        assert clashes["read_file"]["with"] == ["toolset 'file'"]
+        assert clashes["echo"] == {"tool": "echo", "name": "demo_echo", "with": ["toolset 'local'"]}
+    finally:
+        system.close()
+
+
+def test_a_prefix_from_the_configuration_names_every_tool() -> None:
+    system = load({"one": {**DEMO, "prefix": "first__"}, "two": DEMO})
+    try:
+        assert eventually(lambda: all(s["state"] == "ready" for s in system.mcp_status().values()), 20)
+        assert eventually(lambda: "first__echo" in system.registry and "echo" in system.registry)
+        assert system.registry["echo"].toolset == "mcp-two"
+        assert system.mcp_status()["two"]["clashes"] == []
+        assert system.call("first__add", {"a": 1, "b": 2}) == "3"
+    finally:
+        system.close()
+
+
+# -- failures, reconnection and restart ----------------------------------------------------------------
+
+
+def test_a_server_down_keeps_its_tools_listed_answers_reconnecting_and_comes_back(tmp_path: Path) -> None:
+    down = tmp_path / "down"
+    flaky = {"command": sys.executable, "args": [SERVER, "--refuse-if", str(down)]}
+    system = load({"demo": flaky}, {"max_backoff": 0.5})
+    try:
+        assert eventually(lambda: system.mcp_status()["demo"]["state"] == "ready", 20)
         first_pid = int(system.call("pid"))
+        down.write_text("")  # from now on the server refuses to start
         outcome = system.call_outcome("crash")
-        assert outcome.status == "error"
-        assert "closed the connection" in outcome.result
-        assert eventually(lambda: "echo" not in system.registry, 5)
-        report = status(system)["demo"]
-        assert report["error"] == "the server closed the connection"
-        assert report["tool_count"] == 0
-        assert "mcp-demo" not in system.registry.toolsets()
-        assert "Unknown tool" in system.call("echo", {"text": "x"})
+        assert outcome.status == "error" and "closed the connection" in outcome.result
         assert eventually(lambda: process_gone(first_pid), 5), "the crashed server was not reaped"
-        # reconnected after a short backoff, with a new process
-        assert wait_ready(system, 20)
-        assert status(system)["demo"]["state"] == "ready"
+        assert eventually(lambda: system.mcp_status()["demo"]["attempts"] >= 3, 10)
+        report = system.mcp_status()["demo"]
+        assert report["state"] == "reconnecting"
+        assert "refusing to start" in report["error"]
+        assert "echo" in {d["function"]["name"] for d in system.definitions()}  # still listed
+        outcome = system.call_outcome("echo", {"text": "x"})
+        assert outcome.error_kind == "mcp_unavailable"
+        assert "MCP server 'demo' is reconnecting; retry shortly" in outcome.result
+        down.unlink()
+        assert eventually(lambda: system.mcp_status()["demo"]["state"] == "ready", 10)
         assert int(system.call("pid")) != first_pid
+    finally:
+        system.close()
+
+
+def test_a_server_killed_and_kept_down_comes_back_by_itself(http_echo: HttpEcho) -> None:
+    """The 60-second outage, compressed: the backoff cap is 0.5 s instead of 30 s and the server stays down for
+    4 s, several cycles at the cap; a longer outage only repeats the last cycle."""
+    http_echo.start()
+    system = load({"web": {"url": http_echo.url, "timeout": 5}}, {"max_backoff": 0.5})
+    try:
+        assert eventually(lambda: system.mcp_status()["web"]["state"] == "ready", 20)
+        assert system.call("add", {"a": 1, "b": 2}) == "3"
+        http_echo.kill()
+        assert eventually(lambda: system.mcp_status()["web"]["state"] == "reconnecting", 10)
+        time.sleep(4)
+        report = system.mcp_status()["web"]
+        assert report["state"] == "reconnecting" and report["attempts"] >= 5, report
+        assert system.call_outcome("add", {"a": 1, "b": 2}).error_kind == "mcp_unavailable"
+        assert "add" in system.registry
+        http_echo.start()  # the same port, a new process
+        assert eventually(lambda: system.mcp_status()["web"]["state"] == "ready", 10)
+        assert system.call("add", {"a": 40, "b": 2}) == "42"
+    finally:
+        system.close()
+
+
+def test_a_server_not_up_at_the_first_try_connects_when_it_comes_up(http_echo: HttpEcho) -> None:
+    system = load({"late": {"url": http_echo.url, "timeout": 5}}, {"max_backoff": 0.5})
+    try:
+        assert system.wait_mcp(10)
+        assert system.mcp_status()["late"]["state"] == "reconnecting"
+        assert system.mcp_status()["late"]["error"].startswith("cannot connect")
+        http_echo.start()
+        assert eventually(lambda: system.mcp_status()["late"]["state"] == "ready", 10)
+        assert system.call("echo", {"text": "late but here"}) == "late but here"
+    finally:
+        system.close()
+
+
+def test_restart_reconnects_at_once_whatever_the_backoff(tmp_path: Path) -> None:
+    down = tmp_path / "down"
+    down.write_text("")
+    flaky = {"command": sys.executable, "args": [SERVER, "--refuse-if", str(down)], "max_backoff": 600}
+    system = load({"demo": flaky, "off": {**DEMO, "enabled": False}})
+    try:
+        assert eventually(lambda: system.mcp_status()["demo"]["attempts"] >= 2, 20)
+        down.unlink()  # the next attempt would be seconds away, and further each time
+        assert system.mcp_restart("demo") is True
+        assert system.wait_mcp(20)
+        assert system.mcp_status()["demo"]["state"] == "ready"
+        pid = int(system.call("pid"))
+        assert system.mcp_restart("demo") is True  # a ready server gets a new process
+        assert system.wait_mcp(20)
+        assert eventually(lambda: system.mcp_status()["demo"]["state"] == "ready", 10)
+        assert int(system.call("pid")) != pid
+        assert eventually(lambda: process_gone(pid), 5)
+        assert system.mcp_restart("off") is False
+        with pytest.raises(KeyError, match="no MCP server named 'nope'"):
+            system.mcp_restart("nope")
     finally:
         system.close()
 
 
 def test_close_stops_the_server_process() -> None:
     system = load({"demo": DEMO})
-    assert wait_ready(system, 20)
+    assert eventually(lambda: system.mcp_status()["demo"]["state"] == "ready", 20)
     pid = int(system.call("pid"))
     started = time.perf_counter()
     system.close()
     took = time.perf_counter() - started
     assert process_gone(pid), "the server process is still there (or a zombie) after close()"
     assert took < 3, f"close() took {took:.2f} s"
-    assert status(system)["demo"]["state"] == "closed"
+    assert system.mcp_status()["demo"]["state"] == "closed"
     assert "mcp-demo" not in system.registry.toolsets()
     gc.collect()  # a transport left for the collector would warn "Event loop is closed" here
 
@@ -259,9 +435,9 @@ def test_close_while_a_server_is_still_starting() -> None:
     before = _server_children()
     system = load({"demo": DEMO})
     assert eventually(lambda: len(_server_children() - before) == 1, 5), "the server process never started"
-    assert status(system)["demo"]["state"] == "connecting"
+    assert system.mcp_status()["demo"]["state"] == "connecting"
     system.close()
-    assert status(system)["demo"]["state"] == "closed"
+    assert system.mcp_status()["demo"]["state"] == "closed"
     assert _server_children() - before == set(), "a server process (or zombie) is left after close()"
     gc.collect()
 
@@ -281,91 +457,18 @@ def _server_children() -> set[int]:
     return found
 
 
-def test_a_clash_with_a_non_mcp_tool_is_skipped_and_reported() -> None:
-    class Local:
-        @hookimpl
-        def register_tools(self, registry: Any) -> None:
-            registry.register(
-                name="echo",
-                toolset="local",
-                schema={"name": "echo", "description": "Local echo.", "parameters": {"type": "object"}},
-                handler=lambda: "the local one",
-            )
-
-    system = load({"demo": DEMO}, plugins=[Local()])
-    try:
-        assert wait_ready(system, 20)
-        report = status(system)["demo"]
-        assert report["state"] == "ready"
-        assert report["skipped"] == {"echo": "name 'echo' is taken by toolset 'local'"}
-        assert system.registry["echo"].toolset == "local"
-        assert system.call("echo") == "the local one"
-        assert system.call("add", {"a": 1, "b": 1}) == "2"
-    finally:
-        system.close()
-
-
-def test_mcp_servers_may_replace_each_others_tools() -> None:
-    system = load({"one": DEMO, "two": DEMO})
-    try:
-        assert wait_ready(system, 20)
-        report = status(system)
-        assert report["one"]["skipped"] == report["two"]["skipped"] == {}
-        owners = {system.registry[name].toolset for name in DEMO_TOOLS}
-        assert owners <= {"mcp-one", "mcp-two"}
-        assert report["one"]["tool_count"] + report["two"]["tool_count"] == len(system.registry)
-        # whoever owns "crash" goes away; the other server's tools of the same names take over
-        loser = system.registry["crash"].toolset
-        survivor = "mcp-two" if loser == "mcp-one" else "mcp-one"
-        system.call("crash")
-        assert eventually(
-            lambda: "echo" in system.registry and system.registry["echo"].toolset == survivor, 5
-        )
-        assert system.call("add", {"a": 1, "b": 1}) == "2"
-    finally:
-        system.close()
-
-
 # -- HTTP ----------------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-def http_server() -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, SERVER, "--http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("the HTTP MCP server did not start") from None
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
-
 def test_an_http_server_with_headers_from_the_environment(
-    http_server: str, monkeypatch: pytest.MonkeyPatch
+    http_echo: HttpEcho, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    http_echo.start()
     monkeypatch.setenv("DEMO_MCP_GREETING", "hello-from-env")
-    system = load({"web": {"url": http_server, "headers": {"X-Greeting": {"env": "DEMO_MCP_GREETING"}}}})
+    system = load({"web": {"url": http_echo.url, "headers": {"X-Greeting": {"env": "DEMO_MCP_GREETING"}}}})
     try:
-        assert wait_ready(system, 20)
-        assert status(system)["web"]["state"] == "ready"
-        assert status(system)["web"]["transport"] == "http"
+        assert eventually(lambda: system.mcp_status()["web"]["state"] == "ready", 20)
+        assert system.mcp_status()["web"]["transport"] == "http"
         assert system.registry["add"].toolset == "mcp-web"
         assert system.call("add", {"a": 40, "b": 2}) == "42"
         assert system.call("header", {"name": "X-Greeting"}) == "hello-from-env"
@@ -379,7 +482,7 @@ def test_an_unset_header_secret_is_a_configuration_error(monkeypatch: pytest.Mon
         {"web": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": {"env": "DEMO_MCP_UNSET"}}}}
     )
     try:
-        report = status(system)["web"]
+        report = system.mcp_status()["web"]
         assert report["state"] == "failed"
         assert (
             report["error"]
@@ -389,47 +492,25 @@ def test_an_unset_header_secret_is_a_configuration_error(monkeypatch: pytest.Mon
         system.close()
 
 
-def test_an_unreachable_http_server_fails_with_the_reason() -> None:
-    system = load({"web": {"url": f"http://127.0.0.1:{_free_port()}/mcp", "timeout": 5}})
+def test_an_unreachable_http_server_says_why_and_keeps_trying() -> None:
+    system = load({"web": {"url": f"http://127.0.0.1:{free_port()}/mcp", "timeout": 5}})
     try:
-        assert wait_ready(system, 10)
-        report = status(system)["web"]
-        assert report["state"] == "failed"
+        assert system.wait_mcp(10)
+        report = system.mcp_status()["web"]
+        assert report["state"] == "reconnecting"
         assert report["error"].startswith("cannot connect: ")
     finally:
         system.close()
 
 
-# -- results -------------------------------------------------------------------------------------------
-
-
-def test_results_render_text_and_summarise_everything_else() -> None:
-    from mcp.types import (
-        AudioContent,
-        BlobResourceContents,
-        CallToolResult,
-        EmbeddedResource,
-        ResourceLink,
-        TextContent,
-        TextResourceContents,
-    )
-
-    blob = base64.b64encode(bytes(10)).decode()
-    result = CallToolResult(
-        content=[
-            TextContent(text="one"),
-            AudioContent(data=base64.b64encode(bytes(7)).decode(), mime_type="audio/wav"),
-            EmbeddedResource(resource=TextResourceContents(uri="file:///a.txt", text="inline text")),
-            EmbeddedResource(resource=BlobResourceContents(uri="file:///b.bin", blob=blob, mime_type="x/y")),
-            ResourceLink(uri="file:///c.txt", name="c"),
-        ]
-    )
-    assert render_result(result).splitlines() == [
-        "one",
-        "[audio: 7 bytes, audio/wav]",
-        "inline text",
-        "[resource file:///b.bin: 10 bytes, x/y]",
-        "[resource link: file:///c.txt]",
-    ]
-    assert render_result(CallToolResult(content=[], structured_content={"n": 1})) == '{"n": 1}'
-    assert render_result(CallToolResult(content=[])) == ""
+def test_http_errors_keep_their_status_and_a_hint(http_echo: HttpEcho) -> None:
+    http_echo.start()
+    wrong_path = http_echo.url.replace("/mcp", "/nothing-here")
+    system = load({"lost": {"url": wrong_path, "timeout": 5}}, {"max_backoff": 5})
+    try:
+        assert eventually(lambda: system.mcp_status()["lost"]["error"] is not None, 10)
+        error = system.mcp_status()["lost"]["error"]
+        assert error.startswith("HTTP 404 Not Found: nothing answers at this URL"), error
+        assert "[mcp.servers.lost] url" in error
+    finally:
+        system.close()
