@@ -30,6 +30,7 @@ MAX_GLOB_WILDCARDS = 64
 # lazily inside an atomic group, so the engine commits to the leftmost fit and never retries it. Leftmost is
 # always right there: what follows is again a wildcard that can absorb whatever a later fit would have left.
 _STAR = "[^/]*"
+_WILDCARDS = re.compile(r"\*+|\?")
 _DIRS = "(?:[^/]*/)*"
 
 
@@ -151,8 +152,8 @@ def glob_regex(pattern: str, *, ignore_case: bool = False) -> tuple[re.Pattern[s
     Raises ``GlobError`` for a glob over ``MAX_GLOB_CHARS`` characters or ``MAX_GLOB_WILDCARDS`` wildcards."""
     if len(pattern) > MAX_GLOB_CHARS:
         raise GlobError(f"the glob is longer than {MAX_GLOB_CHARS} characters")
-    if pattern.count("*") + pattern.count("?") > MAX_GLOB_WILDCARDS:
-        raise GlobError(f"the glob has more than {MAX_GLOB_WILDCARDS} wildcards (* and ?)")
+    if len(_WILDCARDS.findall(pattern)) > MAX_GLOB_WILDCARDS:
+        raise GlobError(f"the glob has more than {MAX_GLOB_WILDCARDS} wildcards (runs of * and ?)")
     dir_only = pattern.endswith("/")
     pat = pattern.rstrip("/") if dir_only else pattern
     anchored = "/" in pat
