@@ -156,23 +156,16 @@ _TOKENS: tuple[_TokenRule, ...] = (
 _AWS_ID = re.compile(r"A(?<![A-Z0-9]A)(?:KIA|SIA)[A-Z0-9]{16}(?![A-Z0-9])")
 _AWS_SECRET_NEAR = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=])")
 
-# Where a delimited token may be: a delimiter then 16 letters or digits. Rules in _DELIMITED only run in a
-# window around such a place (prose and most code have few), the others on the whole text. The places are
-# found in a byte view where letters and digits are "a", delimiters "_" and the rest " " (a C-speed find).
-_CLASSES = bytes(
-    ord("a") if chr(b).isalnum() and b < 128 else ord("_") if chr(b) in "_-.~:=/" else ord(" ")
-    for b in range(256)
-)
-_CANDIDATE = b"_" + b"a" * 16
-_RUN_END = re.compile(r"[^A-Za-z0-9_\-.~+/=:]")
-# Tokens whose random part may hold "-" or "_" (so a 16-character run is not certain) or that follow no
-# delimiter are searched on the whole text.
-_STANDALONE_LITERALS = frozenset(
-    {"A", "AIza", "SK", "dapi", "ATATT3", "hook", "sk-", "gl", "glsa_", "GOCSPX-", "SG.", ".", ":", "eyJ",
-     "k.eyJ", "Q~", "AccountKey=", "SharedAccess", "xox", "ya29.", "1//0", "sq0"}
-)  # fmt: skip
-_STANDALONE = tuple(rule for rule in _TOKENS if rule[0][0] in _STANDALONE_LITERALS)
-_DELIMITED = tuple(rule for rule in _TOKENS if rule[0][0] not in _STANDALONE_LITERALS)
+# Every token above has a run of at least 20 characters from [A-Za-z0-9_+/=-]. Such runs are found in a byte
+# view of the text where those characters are "a" and all others " " (one translate and a C-speed find), and
+# the rules run only in a window around each run: prose has no such run, code a few hundred per MB.
+_RUN_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/=-")
+_RUN_VIEW = bytes(ord("a") if b in _RUN_CHARS else ord(" ") for b in range(256))
+_RUN = b"a" * 20
+_WINDOW_MARGIN = 64
+# ... except Entra ID client secrets, whose 34 characters may be broken up by "." and "~": searched everywhere
+_EVERYWHERE = tuple(rule for rule in _TOKENS if rule[0][0] == "Q~")
+_IN_WINDOWS = tuple(rule for rule in _TOKENS if rule[0][0] != "Q~")
 
 # -- private keys ------------------------------------------------------------------------------------------
 _PEM_BEGIN = re.compile(r"-----BEGIN ([A-Z0-9 ]{0,40})PRIVATE KEY( BLOCK)?-----")
@@ -514,27 +507,24 @@ def _tokens(text: str, rules: Iterable[_TokenRule], spans: list[Span], start: in
                     spans.append(m.span(group))
 
 
-def _delimited_tokens(text: str, low: bytes, spans: list[Span]) -> None:
-    classes = low.translate(_CLASSES)
-    window_start, window_end = -1, -1
-    at = classes.find(_CANDIDATE)
+def _token_windows(text: str, low: bytes, spans: list[Span]) -> None:
+    """Run the token rules around every long run of token characters (see ``_RUN_VIEW``)."""
+    view = low.translate(_RUN_VIEW)
+    size = len(view)
+    window_start = window_end = -1
+    at = view.find(_RUN)
     while at >= 0:
-        if window_start >= 0 and at - 64 <= window_end:
-            window_end = at + 400
+        run_end = view.find(b" ", at)
+        run_end = size if run_end < 0 else run_end
+        if window_start >= 0 and at - _WINDOW_MARGIN <= window_end:
+            window_end = min(size, run_end + _WINDOW_MARGIN)
         else:
             if window_start >= 0:
-                _window(text, window_start, window_end, spans)
-            window_start, window_end = max(0, at - 64), at + 400
-        at = classes.find(_CANDIDATE, at + 17)
+                _tokens(text, _IN_WINDOWS, spans, window_start, window_end)
+            window_start, window_end = max(0, at - _WINDOW_MARGIN), min(size, run_end + _WINDOW_MARGIN)
+        at = view.find(_RUN, run_end)
     if window_start >= 0:
-        _window(text, window_start, window_end, spans)
-
-
-def _window(text: str, start: int, end: int, spans: list[Span]) -> None:
-    if end < len(text):
-        stop = _RUN_END.search(text, end)
-        end = stop.start() if stop else len(text)
-    _tokens(text, _DELIMITED, spans, start, end)
+        _tokens(text, _IN_WINDOWS, spans, window_start, window_end)
 
 
 def _collect(text: str) -> list[Span]:
@@ -545,8 +535,8 @@ def _collect(text: str) -> list[Span]:
             spans.append((at, at + len(form)))
             at = text.find(form, at + len(form))
     low = _lowered(text)
-    _tokens(text, _STANDALONE, spans)
-    _delimited_tokens(text, low, spans)
+    _tokens(text, _EVERYWHERE, spans)
+    _token_windows(text, low, spans)
     if "KIA" in text or "SIA" in text:
         for m in _AWS_ID.finditer(text):
             near = _AWS_SECRET_NEAR.search(text, m.end(), m.end() + 200)
