@@ -21,12 +21,11 @@ collected as spans and the output is built once. ``benchmarks/bench_redact.py`` 
 
 from __future__ import annotations
 
-import base64
 import bisect
 import os
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, AnyStr, Generic
 
 __all__ = ["MASK", "redact"]
 
@@ -61,13 +60,29 @@ def _random(value: str) -> bool:
     )
 
 
-_TokenRule = tuple[tuple[str, ...], re.Pattern[str], int, Callable[[str], bool] | None]
+class _Lazy(Generic[AnyStr]):
+    """A pattern compiled on first use: most texts never need most rules, and import stays cheap."""
+
+    __slots__ = ("_compiled", "flags", "source")
+
+    def __init__(self, source: AnyStr, flags: int = 0) -> None:
+        self.source: AnyStr = source
+        self.flags = flags
+        self._compiled: re.Pattern[AnyStr] | None = None
+
+    def get(self) -> re.Pattern[AnyStr]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.source, self.flags)
+        return self._compiled
+
+
+_TokenRule = tuple[tuple[str, ...], _Lazy[str], int, Callable[[str], bool] | None]
 
 
 def _rule(
     literals: str | tuple[str, ...], pattern: str, group: int = 0, check: Callable[[str], bool] | None = None
 ) -> _TokenRule:
-    return ((literals,) if isinstance(literals, str) else literals, re.compile(pattern), group, check)
+    return ((literals,) if isinstance(literals, str) else literals, _Lazy(pattern), group, check)
 
 
 _TOKENS: tuple[_TokenRule, ...] = (
@@ -153,8 +168,8 @@ _TOKENS: tuple[_TokenRule, ...] = (
 )
 
 # An AWS secret access key (40 characters) close after an access key id, as in a credentials CSV.
-_AWS_ID = re.compile(r"A(?<![A-Z0-9]A)(?:KIA|SIA)[A-Z0-9]{16}(?![A-Z0-9])")
-_AWS_SECRET_NEAR = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=])")
+_AWS_ID = _Lazy(r"A(?<![A-Z0-9]A)(?:KIA|SIA)[A-Z0-9]{16}(?![A-Z0-9])")
+_AWS_SECRET_NEAR = _Lazy(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=])")
 
 # Every token above has a run of at least 20 characters from [A-Za-z0-9_+/=-]. Such runs are found in a byte
 # view of the text where those characters are "a" and all others " " (one translate and a C-speed find), and
@@ -168,52 +183,52 @@ _EVERYWHERE = tuple(rule for rule in _TOKENS if rule[0][0] == "Q~")
 _IN_WINDOWS = tuple(rule for rule in _TOKENS if rule[0][0] != "Q~")
 
 # -- private keys ------------------------------------------------------------------------------------------
-_PEM_BEGIN = re.compile(r"-----BEGIN ([A-Z0-9 ]{0,40})PRIVATE KEY( BLOCK)?-----")
-_PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
-_PEM_PUBLIC = re.compile(r"-----(BEGIN|END) (?:CERTIFICATE|PUBLIC KEY|[A-Z0-9 ]{0,20}PUBLIC KEY BLOCK)-----")
+_PEM_BEGIN = _Lazy(r"-----BEGIN ([A-Z0-9 ]{0,40})PRIVATE KEY( BLOCK)?-----")
+_PEM_END = _Lazy(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_PUBLIC = _Lazy(r"-----(BEGIN|END) (?:CERTIFICATE|PUBLIC KEY|[A-Z0-9 ]{0,20}PUBLIC KEY BLOCK)-----")
 # Lines that end in a run of base64, found in the reversed text (so each line costs one look at its end):
 # newline, then backwards: optional blanks, closing punctuation, "=" padding and the run itself.
 _KEY_TAIL = re.compile(r"\n\r?[ \t]*[;,'\"]{0,2}(?P<b>={0,2}[A-Za-z0-9+/]{16,100})(?![A-Za-z0-9+/])")
 # what may stand before the run on its line: indentation, a quote, a diff marker, a read_file or grep prefix
-_KEY_PREFIX = re.compile(r"[ \t]*(?:[+-]|[0-9]{1,9}\||[^\s:|]{0,200}[:|][0-9]{1,9}[:|])?[ \t]*[\"']?")
-_KEY_BODY_LINE = re.compile(
+_KEY_PREFIX = _Lazy(r"[ \t]*(?:[+-]|[0-9]{1,9}\||[^\s:|]{0,200}[:|][0-9]{1,9}[:|])?[ \t]*[\"']?")
+_KEY_BODY_LINE = _Lazy(
     r"[ \t]*(?:[0-9]{1,9}\||[^\s:|]{0,200}[:|][0-9]{1,9}[:|])?[ \t]*(?:[A-Za-z0-9+/=]*|[A-Z][A-Za-z]{1,20}(?:-[A-Z][A-Za-z]{1,20})*: [^\n]*)\r?"
 )
 _KEY_LINE_MIN, _KEY_LINE_MAX = 60, 76  # PEM bodies wrap at 64, OpenSSH at 70, PGP armour at 64
 
 # -- keyword-led rules, run on the lower-cased text (bytes) ----------------------------------------------------
-_URL_PASSWORD = re.compile(r"://[^\s:/@\"'<>]{0,128}:([^\s@/\"'<>]{1,256})@")
+_URL_PASSWORD = _Lazy(r"://[^\s:/@\"'<>]{0,128}:([^\s@/\"'<>]{1,256})@")
 _CREDENTIAL = rb"([a-z0-9._~+/=-]{8,})"
-_KEYWORD_RULES: tuple[tuple[bytes, re.Pattern[bytes], bool], ...] = (
-    (b"bearer", re.compile(rb"bearer(?<![a-z0-9_]bearer)[ \t]+" + _CREDENTIAL), True),
-    (b"basic", re.compile(rb"basic(?<![a-z0-9_]basic)[ \t]+" + _CREDENTIAL), True),
+_KEYWORD_RULES: tuple[tuple[bytes, _Lazy[bytes], bool], ...] = (
+    (b"bearer", _Lazy(rb"bearer(?<![a-z0-9_]bearer)[ \t]+" + _CREDENTIAL), True),
+    (b"basic", _Lazy(rb"basic(?<![a-z0-9_]basic)[ \t]+" + _CREDENTIAL), True),
     (
         b"authorization",
-        re.compile(
+        _Lazy(
             rb"authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:(?:token|bot|digest|negotiate)[ \t]+)?"
             + _CREDENTIAL
         ),
         True,
     ),
-    (b"-u", re.compile(rb"-(?<![\w-]-)(?:u|-user)[ \t]+['\"]?[^\s:'\"]{1,128}:([^\s'\"]{3,})"), False),
+    (b"-u", _Lazy(rb"-(?<![\w-]-)(?:u|-user)[ \t]+['\"]?[^\s:'\"]{1,128}:([^\s'\"]{3,})"), False),
     (
         b"-",
-        re.compile(
+        _Lazy(
             rb"-(?<![\w-]-)-?(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token|"
             rb"access-token)(?:=|[ \t]+)['\"]?([^\s'\"]{3,})"
         ),
         False,
     ),
-    (b"sshpass", re.compile(rb"sshpass[ \t]+-p[ \t]*['\"]?([^\s'\"]+)"), False),
-    (b"mysql", re.compile(rb"mysql[a-z]*(?![a-z0-9_])[^\n|;&]{0,200}?[ \t]-p([^\s'\"-][^\s'\"]*)"), False),
+    (b"sshpass", _Lazy(rb"sshpass[ \t]+-p[ \t]*['\"]?([^\s'\"]+)"), False),
+    (b"mysql", _Lazy(rb"mysql[a-z]*(?![a-z0-9_])[^\n|;&]{0,200}?[ \t]-p([^\s'\"-][^\s'\"]*)"), False),
     (
         b"mariadb",
-        re.compile(rb"mariadb[a-z-]*(?![a-z0-9_])[^\n|;&]{0,200}?[ \t]-p([^\s'\"-][^\s'\"]*)"),
+        _Lazy(rb"mariadb[a-z-]*(?![a-z0-9_])[^\n|;&]{0,200}?[ \t]-p([^\s'\"-][^\s'\"]*)"),
         False,
     ),
-    (b"identified", re.compile(rb"identified[ \t]+by[ \t]+'([^'\n]{4,})'"), False),
-    (b"password '", re.compile(rb"password[ \t]+'([^'\n]{4,})'"), False),
-    (b"sig", re.compile(rb"sig(?<=[?&;-]sig)(?:nature)?=([^&\s\"'<>#]{4,})"), False),
+    (b"identified", _Lazy(rb"identified[ \t]+by[ \t]+'([^'\n]{4,})'"), False),
+    (b"password '", _Lazy(rb"password[ \t]+'([^'\n]{4,})'"), False),
+    (b"sig", _Lazy(rb"sig(?<=[?&;-]sig)(?:nature)?=([^&\s\"'<>#]{4,})"), False),
 )
 
 # Names whose value is a secret: the name, lower-cased with "_", "-" and "." removed, ends with one of these.
@@ -239,49 +254,53 @@ _NOT_SECRET_TOKEN_KINDS = frozenset(
      "unk", "sep", "cls", "mask", "next", "page", "continuation", "cancellation", "start", "end", "stop",
      "special", "new", "last", "first", "sync")
 )  # fmt: skip
-_NAME_START = re.compile(rb"[^a-z0-9_.\-]")
-_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_NAME_START = _Lazy(rb"[^a-z0-9_.\-]")
+_WORDS = _Lazy(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 # "<keyword><more name> = " in the lower-cased text: the assignments worth a closer look
 _ASSIGNED = tuple(
-    re.compile(
-        keyword.encode() + rb"[a-z0-9_.\-]*(?P<cq>[\"'`]?)\]?[ \t]*(?P<sep>:=|=(?![=>~])|:(?![:/=]))[ \t]*"
+    (
+        keyword.encode(),
+        _Lazy(
+            keyword.encode()
+            + rb"[a-z0-9_.\-]*(?P<cq>[\"'`]?)\]?[ \t]*(?P<sep>:=|=(?![=>~])|:(?![:/=]))[ \t]*"
+        ),
     )
     for keyword in ("pass", "pwd", "secret", "token", "key", "credential", "auth")
 )
-_VALUE = re.compile(
+_VALUE = _Lazy(
     r"(?P<pre>[rRbBuUfF]{0,2})"
     r"(?:\"(?P<dq>(?:[^\"\\\n]|\\.){0,2000})\"|'(?P<sq>(?:[^'\\\n]|\\.){0,2000})'|`(?P<bq>[^`\n]{0,2000})`"
     r"|(?P<bare>[^\s\"'`,;&)}\]]{1,2000}))"
 )
-_IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
-_DOTTED = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\??\.[A-Za-z_$][A-Za-z0-9_$]*)+[!?]?")
+_IDENTIFIER = _Lazy(r"[A-Za-z_$][A-Za-z0-9_$]*")
+_DOTTED = _Lazy(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\??\.[A-Za-z_$][A-Za-z0-9_$]*)+[!?]?")
 _CODE_WORDS = frozenset(
     ("none", "null", "nil", "undefined", "true", "false", "yes", "no", "on", "off", "str", "string", "int",
      "integer", "bytes", "bool", "boolean", "float", "number", "dict", "list", "object", "any", "optional",
      "secretstr", "secretbytes", "self", "this", "cls")
 )  # fmt: skip
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = _Lazy(
     r"^(?:[$%{<\[(!&*?:@#]|\.\.\.|x{3,}|\*{3,}|_{3,}|-{3,})|\.\.\.|xxxx|<[^>]*>|\{\{|\$\{|"
     r"^(?:your|enter|insert|put|replace|example|sample|dummy|fake|placeholder|changeme|change_me|change-me|"
     r"redacted|secret|password|passwd|token|apikey|api_key|api-key|test|testing|todo|fixme|default|none|null|"
     r"empty|string|bearer|basic|digest|bot|negotiate)(?:$|[-_ .])|_here$|-here$|(?:^|[-_. ])(?:your|example|placeholder)(?:$|[-_. ])",
     re.I,
 )
-_ENV_NAME_VALUE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
-_LINE_PREFIX = re.compile(r"[ \t]*(?:export[ \t]+|-[ \t]+|set[ \t]+)?\Z")
-_TYPE_NAME = re.compile(r"(?:[A-Z][a-z]{2,}[0-9]*)+")  # Credentials, SecretStr, Int64: a type annotation
-_NUMBER = re.compile(r"[-+]?(?:0x[0-9a-fA-F]+|[0-9][0-9_]*(?:\.[0-9]+)?)")
+_ENV_NAME_VALUE = _Lazy(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+_LINE_PREFIX = _Lazy(r"[ \t]*(?:export[ \t]+|-[ \t]+|set[ \t]+)?\Z")
+_TYPE_NAME = _Lazy(r"(?:[A-Z][a-z]{2,}[0-9]*)+")  # Credentials, SecretStr, Int64: a type annotation
+_NUMBER = _Lazy(r"[-+]?(?:0x[0-9a-fA-F]+|[0-9][0-9_]*(?:\.[0-9]+)?)")
 
 
 def _secret_name(name: str) -> bool:
     joined = "".join(ch for ch in name.lower() if ch.isalnum())
     if not joined.endswith(_SECRET_SUFFIXES):
-        words = [w.lower() for w in _WORDS.findall(name)]
+        words = [w.lower() for w in _WORDS.get().findall(name)]
         if len(words) < 2 or words[-1] not in _WEAK_LAST_WORDS:
             return False
         return not joined.endswith(_NOT_SECRET_PASS)
     if joined.endswith("token"):
-        words = [w.lower() for w in _WORDS.findall(name)]
+        words = [w.lower() for w in _WORDS.get().findall(name)]
         if len(words) >= 2 and words[-1] == "token" and words[-2] in _NOT_SECRET_TOKEN_KINDS:
             return False
     return joined not in ("pwd", "oldpwd") and not joined.endswith(_NOT_SECRET_PASS)
@@ -289,11 +308,11 @@ def _secret_name(name: str) -> bool:
 
 def _literal_secret(value: str) -> bool:
     """A literal that could be a secret (not a placeholder, a template, a path or an env var name)."""
-    if len(value) < 4 or value.strip() != value or _PLACEHOLDER.search(value):
+    if len(value) < 4 or value.strip() != value or _PLACEHOLDER.get().search(value):
         return False
     if value.startswith(("/", "./", "../", "~/", "http://", "https://")) and "@" not in value:
         return False
-    return _ENV_NAME_VALUE.fullmatch(value) is None
+    return _ENV_NAME_VALUE.get().fullmatch(value) is None
 
 
 def _bare_secret(value: str, config: bool, colon: bool) -> bool:
@@ -303,13 +322,13 @@ def _bare_secret(value: str, config: bool, colon: bool) -> bool:
     or in a query or connection string; only there is a plain word a literal."""
     if "(" in value or "[" in value or "{" in value or value.lower().rstrip("!?") in _CODE_WORDS:
         return False
-    if _NUMBER.fullmatch(value) or _DOTTED.fullmatch(value) or not _literal_secret(value):
+    if _NUMBER.get().fullmatch(value) or _DOTTED.get().fullmatch(value) or not _literal_secret(value):
         return False
-    if _IDENTIFIER.fullmatch(value):
+    if _IDENTIFIER.get().fullmatch(value):
         if len(value) >= 16 and _random(value):
             return True  # no one names a variable like this: a key
         # a word: a variable in code; in a config file a literal, unless it reads as a type annotation
-        return config and not (colon and _TYPE_NAME.fullmatch(value))
+        return config and not (colon and _TYPE_NAME.get().fullmatch(value))
     return config or any(c in "+/=!@#%^*~-" for c in value)
 
 
@@ -320,7 +339,7 @@ def _config_style(text: str, start: int, name_quote: str, value_end: int, tight:
     if name_quote or not (colon or tight):
         return False
     line_start = text.rfind("\n", 0, start) + 1
-    if _LINE_PREFIX.match(text, line_start, start) is None:
+    if _LINE_PREFIX.get().match(text, line_start, start) is None:
         return False
     line_end = text.find("\n", value_end)
     rest = text[value_end : line_end if line_end >= 0 else len(text)].strip()
@@ -330,14 +349,16 @@ def _config_style(text: str, start: int, name_quote: str, value_end: int, tight:
 def _assignments(text: str, low: bytes, spans: list[Span]) -> None:
     """Values assigned to secret-looking names (see ``_secret_name``) that are literals, not code."""
     seen: set[int] = set()
-    for assigned in _ASSIGNED:
-        for after in assigned.finditer(low):
+    for keyword, assigned in _ASSIGNED:
+        if keyword not in low:
+            continue
+        for after in assigned.get().finditer(low):
             end = after.start("cq")
             if end in seen:
                 continue
             seen.add(end)
             hit = after.start()
-            cut = _NAME_START.search(low[max(0, hit - 80) : hit][::-1])
+            cut = _NAME_START.get().search(low[max(0, hit - 80) : hit][::-1])
             start = hit - (cut.start() if cut else min(hit, 80))
             name = text[start:end].strip(".-")
             if not name or not _secret_name(name):
@@ -346,7 +367,7 @@ def _assignments(text: str, low: bytes, spans: list[Span]) -> None:
             closing = after.group("cq").decode()
             if closing and closing != opened:
                 continue
-            value = _VALUE.match(text, after.end())
+            value = _VALUE.get().match(text, after.end())
             if value is None:
                 continue
             for group in ("dq", "sq", "bq"):
@@ -373,7 +394,7 @@ def _key_lines(text: str, spans: list[Span]) -> None:
     for m in _KEY_TAIL.finditer("\n" + text[::-1]):
         start, end = size - m.end("b") + 1, size - m.start("b") + 1
         line_start = text.rfind("\n", 0, start) + 1
-        if _KEY_PREFIX.fullmatch(text, line_start, start):
+        if _KEY_PREFIX.get().fullmatch(text, line_start, start):
             found.append((start, end))
     found.reverse()
     previous = -2  # the newline ending the last full-width key line
@@ -396,8 +417,8 @@ def _key_lines(text: str, spans: list[Span]) -> None:
 def _pem_blocks(text: str, spans: list[Span]) -> None:
     """The body of every private key block, up to its END line; for a key cut off before its END, up to
     the first line that is no key material (base64, a "Name: value" header or blank, after any prefix)."""
-    ends = [m.start() for m in _PEM_END.finditer(text)]
-    for begin in _PEM_BEGIN.finditer(text):
+    ends = [m.start() for m in _PEM_END.get().finditer(text)]
+    for begin in _PEM_BEGIN.get().finditer(text):
         i = bisect.bisect_left(ends, begin.end())
         if i < len(ends):
             spans.append((begin.end(), ends[i]))
@@ -406,7 +427,7 @@ def _pem_blocks(text: str, spans: list[Span]) -> None:
         while pos < len(text):
             line_end = text.find("\n", pos + 1)
             line_end = len(text) if line_end < 0 else line_end
-            if not _KEY_BODY_LINE.fullmatch(text, pos + (text[pos] == "\n"), line_end):
+            if not _KEY_BODY_LINE.get().fullmatch(text, pos + (text[pos] == "\n"), line_end):
                 break
             stop = pos = line_end
         spans.append((begin.end(), stop))
@@ -416,7 +437,7 @@ def _public_blocks(text: str) -> list[Span]:
     """Certificate and public key blocks: their base64 lines are not secrets."""
     out: list[Span] = []
     opened = -1
-    for m in _PEM_PUBLIC.finditer(text):
+    for m in _PEM_PUBLIC.get().finditer(text):
         if m.group(1) == "BEGIN":
             opened = m.end()
         elif opened >= 0:
@@ -449,6 +470,8 @@ def _as_str(value: object) -> str:
 def _forms(value: str) -> Iterable[str]:
     """A secret as it may appear: plain, reversed, hex, base64 (standard and URL-safe, padding dropped so a
     padded copy is found too)."""
+    import base64
+
     raw = value.encode("utf-8", "surrogateescape")
     yield value
     yield value[::-1]
@@ -502,7 +525,7 @@ def _tokens(text: str, rules: Iterable[_TokenRule], spans: list[Span], start: in
     end = len(text) if end < 0 else end
     for literals, pattern, group, check in rules:
         if any(text.find(literal, start, end) >= 0 for literal in literals):
-            for m in pattern.finditer(text, start, end):
+            for m in pattern.get().finditer(text, start, end):
                 if check is None or check(m.group(group)):
                     spans.append(m.span(group))
 
@@ -538,8 +561,8 @@ def _collect(text: str) -> list[Span]:
     _tokens(text, _EVERYWHERE, spans)
     _token_windows(text, low, spans)
     if "KIA" in text or "SIA" in text:
-        for m in _AWS_ID.finditer(text):
-            near = _AWS_SECRET_NEAR.search(text, m.end(), m.end() + 200)
+        for m in _AWS_ID.get().finditer(text):
+            near = _AWS_SECRET_NEAR.get().search(text, m.end(), m.end() + 200)
             if near is not None and _random(near.group()):
                 spans.append(near.span())
     public: list[Span] = []
@@ -551,10 +574,10 @@ def _collect(text: str) -> list[Span]:
     if public:
         spans[before:] = [s for s in spans[before:] if not any(a <= s[0] < b for a, b in public)]
     if "://" in text:
-        _add(spans, _URL_PASSWORD.finditer(text), text, False)
+        _add(spans, _URL_PASSWORD.get().finditer(text), text, False)
     for word, keyword_rule, credential in _KEYWORD_RULES:
         if word in low:
-            _add(spans, keyword_rule.finditer(low), text, credential)
+            _add(spans, keyword_rule.get().finditer(low), text, credential)
     _assignments(text, low, spans)
     return spans
 
@@ -564,7 +587,7 @@ def _add(spans: list[Span], matches: Iterable[re.Match[Any]], text: str, credent
     a credential after Bearer/Basic must also look random, so prose ("bearer instruments") stays."""
     for m in matches:
         value = text[m.start(1) : m.end(1)]
-        if _PLACEHOLDER.search(value):
+        if _PLACEHOLDER.get().search(value):
             continue
         if credential and value.isalpha():
             continue
