@@ -268,9 +268,9 @@ _ASSIGNED = tuple(
     for keyword in ("pass", "pwd", "secret", "token", "key", "credential", "auth")
 )
 _VALUE = _Lazy(
-    r"(?P<pre>[rRbBuUfF]{0,2})"
-    r"(?:\"(?P<dq>(?:[^\"\\\n]|\\.){0,2000})\"|'(?P<sq>(?:[^'\\\n]|\\.){0,2000})'|`(?P<bq>[^`\n]{0,2000})`"
-    r"|(?P<bare>[^\s\"'`,;&)}\]]{1,2000}))"
+    r"(?P<pre>[rRbBuUfF]{0,2})(?=[\"'`])"
+    r"(?:\"(?P<dq>(?:[^\"\\\n]|\\.){0,2000})\"|'(?P<sq>(?:[^'\\\n]|\\.){0,2000})'|`(?P<bq>[^`\n]{0,2000})`)"
+    r"|(?P<bare>[^\s\"'`,;&)}\]]{1,2000})"
 )
 _IDENTIFIER = _Lazy(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _DOTTED = _Lazy(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\??\.[A-Za-z_$][A-Za-z0-9_$]*)+[!?]?")
@@ -289,6 +289,7 @@ _PLACEHOLDER = _Lazy(
 _ENV_NAME_VALUE = _Lazy(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 _LINE_PREFIX = _Lazy(r"[ \t]*(?:export[ \t]+|-[ \t]+|set[ \t]+)?\Z")
 _TYPE_NAME = _Lazy(r"(?:[A-Z][a-z]{2,}[0-9]*)+")  # Credentials, SecretStr, Int64: a type annotation
+_PROSE_WORD = _Lazy(r"[A-Za-z][a-z]*(?:[-.'][a-z]+)*[.,;:!?)]*")
 _NUMBER = _Lazy(r"[-+]?(?:0x[0-9a-fA-F]+|[0-9][0-9_]*(?:\.[0-9]+)?)")
 
 
@@ -373,7 +374,7 @@ def _assignments(text: str, low: bytes, spans: list[Span]) -> None:
             for group in ("dq", "sq", "bq"):
                 literal = value.group(group)
                 if literal is not None:
-                    template = "{" in literal and ("f" in value.group("pre").lower() or group == "bq")
+                    template = "{" in literal and ("f" in (value.group("pre") or "").lower() or group == "bq")
                     if not template and _literal_secret(literal):
                         spans.append(value.span(group))
                     break
@@ -583,13 +584,14 @@ def _collect(text: str) -> list[Span]:
 
 
 def _add(spans: list[Span], matches: Iterable[re.Match[Any]], text: str, credential: bool) -> None:
-    """Spans of group 1 (found in the lower-cased text, read back from ``text``) that are no placeholder;
-    a credential after Bearer/Basic must also look random, so prose ("bearer instruments") stays."""
+    """Spans of group 1 (found in the lower-cased text, read back from ``text``) that are no placeholder and
+    no word of prose ("--password options", "Basic authentication."); after Bearer/Basic/Authorization the
+    credential must also hold a digit or mixed case."""
     for m in matches:
         value = text[m.start(1) : m.end(1)]
-        if _PLACEHOLDER.get().search(value):
+        if _PLACEHOLDER.get().search(value) or _PROSE_WORD.get().fullmatch(value):
             continue
-        if credential and value.isalpha():
+        if credential and not (any(c.isdigit() for c in value) or value.lower() != value != value.upper()):
             continue
         spans.append(m.span(1))
 
