@@ -21,7 +21,7 @@ collected as spans and the output is built once. ``benchmarks/bench_redact.py`` 
 
 from __future__ import annotations
 
-import bisect
+import itertools
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -184,7 +184,7 @@ _IN_WINDOWS = tuple(rule for rule in _TOKENS if rule[0][0] != "Q~")
 
 # -- private keys ------------------------------------------------------------------------------------------
 _PEM_BEGIN = _Lazy(r"-----BEGIN ([A-Z0-9 ]{0,40})PRIVATE KEY( BLOCK)?-----")
-_PEM_END = _Lazy(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_KEY_ESCAPED = _Lazy(r"(?:\\[rn]|[A-Za-z0-9+/=])*")  # a key inside a JSON string: "\nMIIE...\n"
 _PEM_PUBLIC = _Lazy(r"-----(BEGIN|END) (?:CERTIFICATE|PUBLIC KEY|[A-Z0-9 ]{0,20}PUBLIC KEY BLOCK)-----")
 # Lines that end in a run of base64, found in the reversed text (so each line costs one look at its end):
 # newline, then backwards: optional blanks, closing punctuation, "=" padding and the run itself.
@@ -238,7 +238,7 @@ _SECRET_SUFFIXES = (
     "authkey", "licensekey", "sessionkey", "accountkey", "clientkey", "appkey", "adminkey", "servicekey",
     "subscriptionkey", "consumerkey", "hmackey", "jwtkey", "sastoken",
 )  # fmt: skip
-_WEAK_LAST_WORDS = frozenset({"pass", "auth", "cookie"})  # secret only with a qualifier: db_pass, http_auth
+_WEAK_LAST_WORDS = frozenset({"pass", "cookie"})  # secret only with a qualifier: db_pass, session_cookie
 _NOT_SECRET_PASS = (
     "bypass",
     "compass",
@@ -283,12 +283,15 @@ _PLACEHOLDER = _Lazy(
     r"^(?:[$%{<\[(!&*?:@#]|\.\.\.|x{3,}|\*{3,}|_{3,}|-{3,})|\.\.\.|xxxx|<[^>]*>|\{\{|\$\{|"
     r"^(?:your|enter|insert|put|replace|example|sample|dummy|fake|placeholder|changeme|change_me|change-me|"
     r"redacted|secret|password|passwd|token|apikey|api_key|api-key|test|testing|todo|fixme|default|none|null|"
-    r"empty|string|bearer|basic|digest|bot|negotiate)(?:$|[-_ .])|_here$|-here$|(?:^|[-_. ])(?:your|example|placeholder)(?:$|[-_. ])",
+    r"empty|string|bearer|basic|digest|bot|negotiate)(?:$|[-_ .])|^(?:true|false|yes|no|on|off|include|omit|"
+    r"same-origin|enabled|disabled|required|optional)$|_here$|-here$|(?:^|[-_. ])(?:your|example|placeholder)(?:$|[-_. ])",
     re.I,
 )
 _ENV_NAME_VALUE = _Lazy(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 _LINE_PREFIX = _Lazy(r"[ \t]*(?:export[ \t]+|-[ \t]+|set[ \t]+)?\Z")
 _TYPE_NAME = _Lazy(r"(?:[A-Z][a-z]{2,}[0-9]*)+")  # Credentials, SecretStr, Int64: a type annotation
+_BASE64ISH = _Lazy(r"[A-Za-z0-9+/=_-]+")
+_HEX = _Lazy(r"(?:0[xX])?[0-9a-fA-F]+")
 _PROSE_WORD = _Lazy(r"[A-Za-z][a-z]*(?:[-.'][a-z]+)*[.,;:!?)]*")
 _NUMBER = _Lazy(r"[-+]?(?:0x[0-9a-fA-F]+|[0-9][0-9_]*(?:\.[0-9]+)?)")
 
@@ -326,11 +329,35 @@ def _bare_secret(value: str, config: bool, colon: bool) -> bool:
     if _NUMBER.get().fullmatch(value) or _DOTTED.get().fullmatch(value) or not _literal_secret(value):
         return False
     if _IDENTIFIER.get().fullmatch(value):
-        if len(value) >= 16 and _random(value):
+        if _generated(value):
             return True  # no one names a variable like this: a key
         # a word: a variable in code; in a config file a literal, unless it reads as a type annotation
         return config and not (colon and _TYPE_NAME.get().fullmatch(value))
-    return config or any(c in "+/=!@#%^*~-" for c in value)
+    # not a name: a literal in a config file; in code only a long base64-like run (a key pasted unquoted)
+    return (
+        config
+        or _generated(value)
+        or (len(value) >= 16 and _mixed(value) and _BASE64ISH.get().fullmatch(value) is not None)
+    )
+
+
+def _generated(value: str) -> bool:
+    """Machine-made: 16+ characters with digits and both cases that change class at about every other
+    character (random text does, CamelCase names such as Ed25519PrivateKey do not)."""
+    if len(value) < 16 or not _random(value):
+        return False
+    kinds = ["d" if c.isdigit() else "u" if c.isupper() else "l" if c.islower() else "s" for c in value]
+    changes = sum(a != b for a, b in itertools.pairwise(kinds))
+    return changes >= 0.45 * (len(value) - 1)
+
+
+def _names_itself(name: str, value: str) -> bool:
+    """``CLIENT_AUTH: "clientAuth"``: the value is the name again (a label or an id), not a secret."""
+
+    def norm(s: str) -> str:
+        return "".join(c for c in s.lower() if c.isalnum())
+
+    return norm(value) == norm(name.rpartition(".")[2])
 
 
 def _config_style(text: str, start: int, name_quote: str, value_end: int, tight: bool, colon: bool) -> bool:
@@ -375,7 +402,7 @@ def _assignments(text: str, low: bytes, spans: list[Span]) -> None:
                 literal = value.group(group)
                 if literal is not None:
                     template = "{" in literal and ("f" in (value.group("pre") or "").lower() or group == "bq")
-                    if not template and _literal_secret(literal):
+                    if not template and _literal_secret(literal) and not _names_itself(name, literal):
                         spans.append(value.span(group))
                     break
             else:
@@ -401,7 +428,7 @@ def _key_lines(text: str, spans: list[Span]) -> None:
     previous = -2  # the newline ending the last full-width key line
     for start, end in found:
         body = text[start:end]
-        random = _random(body)
+        random = _random(body) and not _HEX.get().fullmatch(body)  # a hex constant is no base64 key line
         full = _KEY_LINE_MIN <= len(body.rstrip("=")) <= _KEY_LINE_MAX
         # a full-width line is key material on its own; a shorter one only as the line right after one
         follows = previous >= 0 and text.rfind("\n", 0, start) == previous
@@ -416,22 +443,26 @@ def _key_lines(text: str, spans: list[Span]) -> None:
 
 
 def _pem_blocks(text: str, spans: list[Span]) -> None:
-    """The body of every private key block, up to its END line; for a key cut off before its END, up to
-    the first line that is no key material (base64, a "Name: value" header or blank, after any prefix)."""
-    ends = [m.start() for m in _PEM_END.get().finditer(text)]
+    """The body of every private key block: the lines after its BEGIN line while they are key material
+    (base64, a "Name: value" header or blank, after any read_file or grep prefix), so the END line, the end
+    of a cut-off key, or code that merely names the BEGIN marker ends it; or, in a JSON string, the
+    escaped lines."""
+    size = len(text)
     for begin in _PEM_BEGIN.get().finditer(text):
-        i = bisect.bisect_left(ends, begin.end())
-        if i < len(ends):
-            spans.append((begin.end(), ends[i]))
-            continue
         stop = pos = begin.end()
-        while pos < len(text):
-            line_end = text.find("\n", pos + 1)
-            line_end = len(text) if line_end < 0 else line_end
-            if not _KEY_BODY_LINE.get().fullmatch(text, pos + (text[pos] == "\n"), line_end):
-                break
-            stop = pos = line_end
-        spans.append((begin.end(), stop))
+        if text.startswith("\\n", pos):
+            escaped = _KEY_ESCAPED.get().match(text, pos)
+            if escaped is not None:
+                stop = escaped.end()
+        else:
+            while pos < size:
+                line_end = text.find("\n", pos + 1)
+                line_end = size if line_end < 0 else line_end
+                if not _KEY_BODY_LINE.get().fullmatch(text, pos + (text[pos] == "\n"), line_end):
+                    break
+                stop = pos = line_end
+        if stop - begin.end() >= 16:
+            spans.append((begin.end(), stop))
 
 
 def _public_blocks(text: str) -> list[Span]:
@@ -589,7 +620,11 @@ def _add(spans: list[Span], matches: Iterable[re.Match[Any]], text: str, credent
     credential must also hold a digit or mixed case."""
     for m in matches:
         value = text[m.start(1) : m.end(1)]
-        if _PLACEHOLDER.get().search(value) or _PROSE_WORD.get().fullmatch(value):
+        if (
+            _PLACEHOLDER.get().search(value)
+            or _PROSE_WORD.get().fullmatch(value)
+            or _DOTTED.get().fullmatch(value)
+        ):
             continue
         if credential and not (any(c.isdigit() for c in value) or value.lower() != value != value.upper()):
             continue

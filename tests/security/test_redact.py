@@ -200,6 +200,17 @@ The bearer of this letter is a friend.
 Basic authentication is disabled by default.
 Use --password-file to read the password from a file.
 commit 4b825dc642cb6eb9a060e54bf8d69288fbee4904
+    AttributeOID.CHALLENGE_PASSWORD: "challengePassword",
+    private_key: Ed25519PrivateKey | Ed448PrivateKey,
+        private_key: PKCS7PrivateKeyTypes,
+    0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
+    {"Authorization": HeaderValueMatcher.authorization_header_value_matcher},
+headers["Access-Control-Allow-Credentials"] = "true"
+fetch(url, { credentials: "include" })
+_SK_START = b"-----BEGIN OPENSSH PRIVATE KEY-----"
+_SK_END = b"-----END OPENSSH PRIVATE KEY-----"
+#   token          = 1*tchar
+long_auth = 'username:' + 'password'*10
 """.strip("\n").splitlines()
 
 
@@ -396,3 +407,12 @@ def test_env_secret_values_are_found_encoded(monkeypatch: pytest.MonkeyPatch) ->
         out = redact(f"echo {encoded} | decode")
         assert encoded.rstrip("=") not in out, name
         assert out.startswith("echo [REDACTED]"), (name, out)
+
+
+def test_a_key_inside_a_json_string_is_removed() -> None:
+    rng = random.Random(11)
+    body = "\\n".join(_key_lines(rng, 6))
+    doc = f'{{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\n{body}\\n-----END PRIVATE KEY-----\\n"}}'
+    out = redact(doc)
+    assert not any(line in out for line in body.split("\\n"))
+    assert out.startswith('{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----[REDACTED]')
