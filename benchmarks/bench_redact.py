@@ -460,6 +460,23 @@ def run(texts: dict[str, str], rounds: int) -> None:
         print(f"    redact / old redact (median): {ratio:.2f}x")
 
 
+def short_results(rounds: int) -> None:
+    """Most results are small: the cost per call of a 300-byte result (code with a key= and a URL)."""
+    text = 'def fetch(url, timeout=30):\n    """GET url; key=value pairs go in params."""\n' * 3
+    text = text[:300]
+    number = 2000
+    times: dict[str, list[float]] = {"old redact": [], "redact": []}
+    for _ in range(rounds):
+        for name, fn in (("old redact", old_redact), ("redact", redact)):
+            start = time.process_time()
+            for _ in range(number):
+                fn(text)
+            times[name].append((time.process_time() - start) / number * 1e6)
+    print(f"  a {len(text)}-byte result, per call")
+    for name, values in times.items():
+        print(f"    {name:12s} min {min(values):8.2f} us   median {statistics.median(values):8.2f} us")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=9)
@@ -475,6 +492,7 @@ def main() -> None:
         os.environ[f"BENCH_SERVICE_{i}_API_KEY"] = _alnum(rng, 40)
     print("five secret environment variables set:")
     run(texts, args.rounds)
+    short_results(args.rounds)
 
 
 def redact_env_name(name: str) -> bool:
