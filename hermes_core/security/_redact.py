@@ -13,10 +13,13 @@ What it finds, each from the provider's documented token shape or from context:
   secret, and stays exactly as it was, so a ``patch`` copied from ``read_file`` output still applies;
 - the values of this process's own secret-looking environment variables, also base64, hex or reversed.
 
-Cost: every detector is either a literal search (C speed) or a regular expression led by a literal or a rare
-character, and the input is lower-cased once so keyword searches stay case-insensitive without a
-case-insensitive regex. All patterns are linear (bounded repeats, no nested quantifiers). Found secrets are
-collected as spans and the output is built once. ``benchmarks/bench_redact.py`` measures it.
+Cost: provider rules run only around long runs of token characters (found with one ``bytes.translate``
+and ``find``); every other detector is a literal search or a regular expression led by a literal, over the
+text or over one lower-cased ASCII copy of it (so keyword searches stay case-insensitive without a
+case-insensitive regex); key lines are found from the end of each line in the reversed text. Patterns
+compile on first use. All are linear (bounded repeats, no nested quantifiers). Found secrets are collected
+as spans and the output is built once. ``benchmarks/bench_redact.py`` measures it: about 20 ms per MB of
+prose, 40 of code (CPU time), against 0.4-0.5 s for the previous redactor.
 """
 
 from __future__ import annotations
