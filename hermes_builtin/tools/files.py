@@ -465,8 +465,13 @@ def search_files(
     *,
     context: CallContext,
 ) -> str:
-    """Search file contents or names (see ``SEARCH_SCHEMA``)."""
-    from ._search import MAX_COLLECT, SearchError, find_content, find_files
+    """Search file contents or names (see ``SEARCH_SCHEMA``).
+
+    Files the path guard would refuse to read, or ask about (unless the search root itself was approved for
+    the same reason), are never searched by the Python engine and never reported by either engine, and the
+    answer does not say they exist: a search must not become an oracle on a file ``read_file`` would guard.
+    """
+    from ._search import DEFAULT_TIMEOUT, MAX_COLLECT, SearchError, find_content, find_files
 
     if not pattern:
         raise ToolError("pattern is empty")
@@ -476,35 +481,29 @@ def search_files(
         raise _missing(root, shown_root)
     limit = max(1, min(int(limit), 500))
     offset = max(0, int(offset))
-    engine = str((_config(context)).get("search_engine", "auto"))
+    config = _config(context)
+    engine = str(config.get("search_engine", "auto"))
+    timeout = _search_timeout(config.get("search_timeout"), DEFAULT_TIMEOUT)
+    options: dict[str, Any] = {
+        "case_sensitive": case_sensitive,
+        "file_glob": file_glob,
+        "engine": engine,
+        "allowed": _search_visible(context, root),
+        "timeout": timeout,
+    }
     try:
         if target == "files":
-            found, _ = find_files(
-                str(root), pattern, case_sensitive=case_sensitive, file_glob=file_glob, engine=engine
-            )
+            found, _ = find_files(str(root), pattern, **options)
         elif target == "content":
-            found, _ = find_content(
-                str(root), pattern, case_sensitive=case_sensitive, file_glob=file_glob, engine=engine
-            )
+            found, _ = find_content(str(root), pattern, **options)
         else:
             raise ToolError(f"unknown target {target!r}; use 'content' or 'files'")
     except SearchError as exc:
         raise ToolError(str(exc)) from None
-    hidden = _protected(context, root, {m.path for m in found})
-    withheld = 0
-    if hidden:
-        kept = [m for m in found if m.path not in hidden]
-        withheld, found = len(found) - len(kept), kept
-    note = (
-        f"\n[{withheld} results in {len(hidden)} protected files (keys, credentials, .env...) were withheld; "
-        "read_file asks for approval where that is possible]"
-        if withheld
-        else ""
-    )
     total = len(found)
     what = "files" if target == "files" else "matches"
     if not total:
-        return f"no {what} for {pattern!r} in {shown_root}" + note
+        return f"no {what} for {pattern!r} in {shown_root}"
     if offset >= total:
         raise ToolError(f"offset {offset} is past the last result ({total} {what})")
     page = found[offset : offset + limit]
@@ -517,11 +516,23 @@ def search_files(
     if offset + len(page) < total:
         footer += f"; next page: offset={offset + len(page)}"
     footer += "]"
-    return "\n".join([*lines, footer]) + note
+    return "\n".join([*lines, footer])
 
 
-def _protected(context: CallContext, root: Path, paths: set[str]) -> set[str]:
-    """Files whose own read would be refused or need an approval the search root did not already get."""
+def _search_timeout(value: Any, default: float) -> float:
+    if value is None:
+        return default
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ToolError("[plugins.file] search_timeout must be a number of seconds") from None
+    return min(max(seconds, 0.1), 600.0)
+
+
+def _search_visible(context: CallContext, root: Path) -> Any:
+    """A predicate: may a search look at this file? Its own read is allowed, or needs exactly the approval
+    the search root already got (searching an approved folder outside the workspace shows its files, not the
+    keys or .env files inside it). Verdicts are cached for the one search."""
     from hermes_core.security import check_path
 
     def reason(verdict: Any) -> str:
@@ -530,21 +541,28 @@ def _protected(context: CallContext, root: Path, paths: set[str]) -> set[str]:
     try:
         root_verdict = check_path(root, "read", context.workspace)
     except ValueError:
-        return set(paths)
+        return lambda path: False
     approved_reason = reason(root_verdict) if root_verdict.decision == "ask" else None
-    hidden = set()
-    for path in paths:
+    seen: dict[str, bool] = {}
+
+    def visible(path: str) -> bool:
+        known = seen.get(path)
+        if known is not None:
+            return known
         try:
             verdict = check_path(path, "read", context.workspace)
         except ValueError:
-            hidden.add(path)
-            continue
-        if verdict.decision == "allow":
-            continue
-        if verdict.decision == "ask" and approved_reason is not None and reason(verdict) == approved_reason:
-            continue
-        hidden.add(path)
-    return hidden
+            ok = False
+        else:
+            ok = verdict.decision == "allow" or (
+                verdict.decision == "ask"
+                and approved_reason is not None
+                and reason(verdict) == approved_reason
+            )
+        seen[path] = ok
+        return ok
+
+    return visible
 
 
 def _config(context: CallContext) -> dict[str, Any]:

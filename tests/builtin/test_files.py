@@ -509,11 +509,11 @@ def test_search_withholds_protected_files(
     )
     out = searcher.call("search_files", {"pattern": "secretbits", "path": "conf"})
     assert "API_TOKEN" not in out and "conf/settings.py:1:" in out
-    assert "1 results in 1 protected files" in out
+    assert "protected" not in out and "withheld" not in out
     # even with the directory approved, the key inside stays refused
     approving = make_builtin_system(approver=CallbackApprover(lambda request: "once"))
     out = approving.call("search_files", {"pattern": "secretbits", "path": "~/.ssh"})
-    assert out.startswith("no matches") and "1 results in 1 protected files" in out
+    assert out.startswith("no matches") and "protected" not in out
     out = approving.call("search_files", {"pattern": "*", "target": "files", "path": "~/.ssh"})
     assert "id_ed25519" not in out
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import random
+import string
 import time
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from hermes_core.security import CommandVerdict, MalformedPathError, check_path, classify_command, redact
 
+ALNUM = string.ascii_letters + string.digits
 SHELLISH = st.text(alphabet=list("rm -f/~$(){}[]'\"`\\|&;<>*?!#=\n\tabcx01é\u200b"), max_size=200)
 
 
@@ -68,3 +71,57 @@ def test_redact_huge_inputs(unit: str, n: int) -> None:
     t0 = time.perf_counter()
     redact(unit * n)
     assert time.perf_counter() - t0 < 5.0
+
+
+# -- the redactor: code stays byte for byte, generated secrets go wherever they stand ------------------------
+
+SECRET_NAMES = st.sampled_from(
+    ["password", "api_key", "apiKey", "API_KEY", "client_secret", "token", "access_token", "db_password",
+     "SECRET_KEY", "self.password", "authToken", "private_key", "credentials"]
+)  # fmt: skip
+CODE_VALUES = st.one_of(
+    st.sampled_from(["None", "null", "undefined", "True", "str", "Optional[str]", "SecretStr", "''", '""']),
+    st.from_regex(r"[a-z_][a-z0-9_]{0,12}\(\)", fullmatch=True),  # a call
+    st.from_regex(r"[a-z_][a-z_]{0,10}\.[a-z_][a-z_]{0,10}", fullmatch=True),  # an attribute
+    st.from_regex(r"[a-z_][a-z_]{0,10}\[\"[A-Z_]{1,12}\"\]", fullmatch=True),  # a subscript
+    st.from_regex(r"[a-z_][a-z_]{0,14}", fullmatch=True),  # a variable
+)
+ASSIGNMENT_SHAPES = st.sampled_from(
+    ["{n} = {v}", "{n}={v}", "    {n}: {v} = None", "f({n}={v})", "def f(x, {n}={v}):", "this.{n} = {v};",
+     "const {n} = {v};", "{{'{n}': {v}}}", "{n}: {v},", "let {n} = {v}"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(SECRET_NAMES, CODE_VALUES, ASSIGNMENT_SHAPES)
+def test_redact_leaves_code_assignments_alone(name: str, value: str, shape: str) -> None:
+    # NAME=word alone on a line is how .env files and shells assign a literal: not code
+    assume(not (shape == "{n}={v}" and value.isidentifier()))
+    line = shape.format(n=name, v=value)
+    assert redact(line) == line
+
+
+TOKEN_SHAPES = st.sampled_from(
+    [("sk-proj-", 48, ALNUM), ("sk-ant-api03-", 90, ALNUM + "-_"), ("ghp_", 36, ALNUM), ("glpat-", 20, ALNUM + "-_"),
+     ("AKIA", 16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"), ("AIza", 35, ALNUM + "-_"), ("hf_", 34, ALNUM),
+     ("npm_", 36, ALNUM), ("sk_live_", 24, ALNUM), ("xoxb-123456789012-123456789012-", 24, ALNUM),
+     ("SK", 32, "0123456789abcdef")]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    TOKEN_SHAPES,
+    st.randoms(use_true_random=False),
+    st.text(alphabet=list("abc XYZ=:'\"(,;\n\t{}[]#/"), max_size=40),
+    st.text(alphabet=list("abc XYZ=:'\"),;\n\t{}[]#/."), max_size=40),
+)
+def test_redact_removes_a_token_wherever_it_stands(
+    shape: tuple[str, int, str], rnd: random.Random, before: str, after: str
+) -> None:
+    prefix, size, alphabet = shape
+    digits, letters = [c for c in alphabet if c.isdigit()], [c for c in alphabet if c.isalpha()]
+    body = "".join(rnd.choice(alphabet) for _ in range(size - 2)) + rnd.choice(digits) + rnd.choice(letters)
+    token = prefix + body
+    out = redact(before + " " + token + " " + after)
+    assert body not in out and "[REDACTED]" in out
