@@ -172,8 +172,11 @@ def test_links_forms_history_images_console_and_scrolling(browser: ToolSystem, s
     images = browser.call("browser_get_images", {})
     assert f'1. {site.url_for("/logo.png")} alt="site logo" 4x3' in images
 
-    time.sleep(0.3)  # the uncaught error is thrown from a timer
-    console = browser.call("browser_console", {})
+    console = ""  # the uncaught error is thrown from a timer: collect until it arrives (slow when loaded)
+    deadline = time.monotonic() + 15
+    while "kaboom" not in console and time.monotonic() < deadline:
+        time.sleep(0.1)
+        console += browser.call("browser_console", {})
     assert "[error] boom: widget failed" in console
     assert "[pageerror] uncaught kaboom" in console or "[pageerror] Error: uncaught kaboom" in console
     assert browser.call("browser_console", {}) == "No console messages since the last check."
