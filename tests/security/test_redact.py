@@ -113,7 +113,9 @@ def test_pathological_inputs_are_fast() -> None:
     ):
         t0 = time.perf_counter()
         redact(text)
-        assert time.perf_counter() - t0 < 5.0
+        # a hang guard, not a speed target (benchmarks/bench_redact.py measures speed): quadratic work on a
+        # megabyte takes minutes, linear work well under a second, so a loaded machine stays far inside this
+        assert time.perf_counter() - t0 < 30.0
 
 
 # -- ordinary code passes through unchanged ---------------------------------------------------------------

@@ -80,17 +80,19 @@ def test_redis_systems_share_one_budget(redis_url: str) -> None:
 
 GATEWAY = textwrap.dedent(
     """
-    import json, sys, time
+    import json, os, sys, time
     sys.path.insert(0, sys.argv[4])
     from ratelimit_support import load
 
-    url, start_at, calls = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+    url, sync_dir, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
     section = {"backend": "redis", "redis_url": url, "global": {"capacity": 30, "per_hour": 1},
                "tools": {"echo": {"capacity": 1000, "per_second": 1000}}}
     system = load(section)
     system.call("echo", {"text": "warm-up"})  # connects and loads the Lua script; takes one global token
-    while time.time() < start_at:
-        pass
+    # every gateway takes its warm-up token before any of them pings (a loaded machine starts them slowly)
+    open(f"{sync_dir}/ready-{time.time_ns()}", "w").close()
+    while not os.path.exists(f"{sync_dir}/go"):
+        time.sleep(0.005)
     statuses = [system.call_outcome("ping").status for _ in range(calls)]
     system.close()
     print(json.dumps({"ok": statuses.count("ok"), "blocked": statuses.count("blocked")}))
@@ -98,18 +100,24 @@ GATEWAY = textwrap.dedent(
 )
 
 
-def test_gateway_processes_share_one_budget(redis_url: str) -> None:
+def test_gateway_processes_share_one_budget(redis_url: str, tmp_path: Path) -> None:
     here = str(Path(__file__).parent)
-    start_at = time.time() + 1.5
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", GATEWAY, redis_url, str(start_at), "15", here],
+            [sys.executable, "-c", GATEWAY, redis_url, str(tmp_path), "15", here],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
         for _ in range(3)
     ]
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("ready-*"))) < 3 and time.monotonic() < deadline:
+        assert all(p.poll() is None for p in procs), [
+            p.communicate()[1] for p in procs if p.poll() is not None
+        ]
+        time.sleep(0.01)
+    (tmp_path / "go").touch()
     totals = {"ok": 0, "blocked": 0}
     for proc in procs:
         out, err = proc.communicate(timeout=60)
