@@ -1,0 +1,323 @@
+"""Resource limits of a sandboxed call: a cgroup for the whole tree when one can be made, rlimits always.
+
+A cgroup (v2, or the v1 ``pids`` + ``memory`` hierarchies) is made per call below the host's own cgroup when
+that is writable: it caps the processes alive at once and the memory of the whole tree, accounts its CPU
+time, and lists every process of the tree, detached ones included, so they can all be killed. The child
+joins it between fork and exec. Without one, each process gets rlimits (data size, address space, CPU
+time, file size; process count for non-root users, since the kernel exempts root from it) and the runner
+counts the tree's processes itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import resource
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ._settings import Limits
+
+__all__ = ["Cgroup", "cgroup_support", "rlimit_setter"]
+
+_MIB = 1024 * 1024
+_counter = itertools.count(1)
+_support: tuple[str, dict[str, Path], str] | None = None
+_support_lock = threading.Lock()
+
+
+def _user_tasks() -> int:
+    """Tasks (threads included) of this real uid, as RLIMIT_NPROC counts them; 0 when unknown."""
+    uid = str(os.getuid()).encode()
+    total = 0
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return 0
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status", "rb") as fh:
+                status = fh.read()
+        except OSError:
+            continue
+        owner = threads = None
+        for line in status.splitlines():
+            if line.startswith(b"Uid:"):
+                owner = line.split()[1]
+            elif line.startswith(b"Threads:"):
+                threads = int(line.split()[1])
+        if owner == uid:
+            total += threads or 1
+    return total
+
+
+def rlimit_values(limits: Limits, *, with_cgroup: bool) -> dict[int, int]:
+    """The rlimits a call's processes get (soft = hard, so the command cannot raise them again)."""
+    out = {resource.RLIMIT_CORE: 0}
+    if limits.memory_mb:
+        out[resource.RLIMIT_DATA] = limits.memory_mb * _MIB
+        out[resource.RLIMIT_AS] = max(limits.memory_mb * 4, limits.memory_mb + 2048) * _MIB
+    if limits.cpu_seconds:
+        out[resource.RLIMIT_CPU] = limits.cpu_seconds
+    if limits.max_file_mb:
+        out[resource.RLIMIT_FSIZE] = limits.max_file_mb * _MIB
+    if limits.max_processes and not with_cgroup and os.getuid() != 0:
+        busy = _user_tasks()
+        if busy:
+            out[resource.RLIMIT_NPROC] = busy + 2 * limits.max_processes + 16
+    return out
+
+
+def rlimit_setter(values: dict[int, int]) -> Callable[[], None]:
+    """A pre-exec function applying ``values`` (never above the current hard limit)."""
+    current = {which: resource.getrlimit(which)[1] for which in values}
+    pairs = []
+    for which, value in values.items():
+        hard = current[which]
+        target = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        pairs.append((which, (target, target)))
+
+    def apply() -> None:
+        for which, pair in pairs:
+            resource.setrlimit(which, pair)
+
+    return apply
+
+
+def _own_cgroups() -> dict[str, str]:
+    """Controller (or "" for v2) -> this process's cgroup path, from /proc/self/cgroup."""
+    out: dict[str, str] = {}
+    try:
+        text = Path("/proc/self/cgroup").read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        for name in controllers.split(",") if controllers else [""]:
+            out[name] = path
+    return out
+
+
+def _mounts() -> list[tuple[str, str, str, set[str]]]:
+    """(mount point, root within the hierarchy, fs type, super options) of every cgroup mount."""
+    out: list[tuple[str, str, str, set[str]]] = []
+    try:
+        text = Path("/proc/self/mountinfo").read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        left, _, right = line.partition(" - ")
+        fields = left.split()
+        tail = right.split()
+        if len(fields) < 5 or len(tail) < 3 or not tail[0].startswith("cgroup"):
+            continue
+        root, point = fields[3], fields[4].replace("\\040", " ")
+        out.append((point, root, tail[0], set(tail[2].split(","))))
+    return out
+
+
+def _join(point: str, root: str, path: str) -> Path:
+    rel = path[len(root) :] if root != "/" and path.startswith(root) else path
+    return Path(point) / rel.lstrip("/")
+
+
+def _writable(directory: Path) -> bool:
+    return directory.is_dir() and os.access(directory, os.W_OK | os.X_OK)
+
+
+def _sweep(directory: Path) -> None:
+    """Remove cgroups left by hermes processes that are gone (a crash leaves them behind, empty)."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(directory):
+            if not entry.name.startswith("hermes-"):
+                continue
+            owner = entry.name.split("-")[1]
+            if owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
+                with contextlib.suppress(OSError):
+                    os.rmdir(entry.path)
+
+
+def cgroup_support(refresh: bool = False) -> tuple[str, dict[str, Path], str]:
+    """``(version, {controller: parent folder}, reason)``: version is "v2", "v1" or "" (none, with the reason)."""
+    global _support
+    with _support_lock:
+        if _support is not None and not refresh:
+            return _support
+        own = _own_cgroups()
+        mounts = _mounts()
+        result: tuple[str, dict[str, Path], str] = ("", {}, "no cgroup file system is mounted")
+        for point, root, fstype, _ in mounts:
+            if fstype != "cgroup2" or "" not in own:
+                continue
+            parent = _join(point, root, own[""])
+            try:
+                delegated = set((parent / "cgroup.subtree_control").read_text().split())
+            except OSError:
+                delegated = set()
+            if {"memory", "pids"} <= delegated and _writable(parent):
+                result = ("v2", {"": parent}, "")
+                break
+            result = (
+                "",
+                {},
+                f"the cgroup v2 folder {parent} is not writable or does not delegate memory and pids",
+            )
+        if not result[0]:
+            found: dict[str, Path] = {}
+            for point, root, fstype, options in mounts:
+                if fstype != "cgroup":
+                    continue
+                for controller in ("pids", "memory", "cpuacct"):
+                    if controller in options and controller in own:
+                        found[controller] = _join(point, root, own[controller])
+            if "pids" in found and "memory" in found and all(_writable(p) for p in found.values()):
+                result = ("v1", found, "")
+            elif found:
+                result = ("", {}, result[2] + "; the cgroup v1 pids and memory folders are not writable")
+        for folder in result[1].values():
+            _sweep(folder)
+        _support = result
+        return result
+
+
+class Cgroup:
+    """One call's cgroup (in each hierarchy it needs). ``join`` runs in the child before exec."""
+
+    def __init__(self, version: str, dirs: dict[str, Path], join_fds: list[int]) -> None:
+        self.version = version
+        self.dirs = dirs
+        self._join_fds = join_fds
+
+    @classmethod
+    def create(cls, limits: Limits) -> Cgroup | None:
+        """A fresh cgroup with ``limits`` applied, or None when cgroups are not available here."""
+        version, parents, _ = cgroup_support()
+        if not version:
+            return None
+        name = f"hermes-{os.getpid()}-{next(_counter)}"
+        dirs: dict[str, Path] = {}
+        fds: list[int] = []
+        try:
+            for controller, parent in parents.items():
+                folder = parent / name
+                folder.mkdir()
+                dirs[controller] = folder
+            group = cls(version, dirs, fds)
+            group._apply(limits)
+            for folder in dirs.values():
+                fds.append(os.open(folder / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC))
+            return group
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            for folder in dirs.values():
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+            return None
+
+    def _write(self, controller: str, name: str, value: str) -> None:
+        folder = self.dirs.get(controller)
+        if folder is not None and (folder / name).exists():
+            (folder / name).write_text(value)
+
+    def _read(self, controller: str, name: str) -> str:
+        folder = self.dirs.get(controller)
+        if folder is None:
+            return ""
+        try:
+            return (folder / name).read_text()
+        except OSError:
+            return ""
+
+    def _apply(self, limits: Limits) -> None:
+        # the tree's memory cap leaves room above each process's own data limit, so a single process
+        # runs out gracefully (MemoryError) before the cgroup's OOM killer steps in
+        memory = (
+            limits.memory_mb * _MIB + max(64 * _MIB, limits.memory_mb * _MIB // 4)
+            if limits.memory_mb
+            else None
+        )
+        if self.version == "v2":
+            if limits.max_processes:
+                self._write("", "pids.max", str(limits.max_processes))
+            if memory:
+                self._write("", "memory.max", str(memory))
+                self._write("", "memory.swap.max", "0")
+        else:
+            if limits.max_processes:
+                self._write("pids", "pids.max", str(limits.max_processes))
+            if memory:
+                self._write("memory", "memory.limit_in_bytes", str(memory))
+
+    def join(self) -> None:
+        """Move the calling process into the cgroup (meant for the child, between fork and exec)."""
+        for fd in self._join_fds:
+            os.write(fd, b"0")
+
+    def close_join_fds(self) -> None:
+        for fd in self._join_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._join_fds.clear()
+
+    def pids(self) -> list[int]:
+        text = self._read("" if self.version == "v2" else "pids", "cgroup.procs")
+        return [int(p) for p in text.split() if p.isdigit()]
+
+    def hit_process_limit(self) -> bool:
+        events = self._read("" if self.version == "v2" else "pids", "pids.events")
+        for line in events.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "max" and value.strip().isdigit() and int(value) > 0:
+                return True
+        return False
+
+    def cpu_seconds(self) -> float | None:
+        if self.version == "v2":
+            for line in self._read("", "cpu.stat").splitlines():
+                if line.startswith("usage_usec "):
+                    return int(line.split()[1]) / 1e6
+            return None
+        raw = self._read("cpuacct", "cpuacct.usage").strip()
+        return int(raw) / 1e9 if raw.isdigit() else None
+
+    def oom_killed(self) -> bool:
+        if self.version == "v2":
+            text = self._read("", "memory.events")
+            return any(line.startswith("oom_kill ") and line.split()[1] != "0" for line in text.splitlines())
+        text = self._read("memory", "memory.oom_control")
+        return any(line.startswith("oom_kill ") and line.split()[1] != "0" for line in text.splitlines())
+
+    def kill_all(self) -> None:
+        """SIGKILL every process of the cgroup (``cgroup.kill`` on v2 when the kernel has it)."""
+        if self.version == "v2" and (self.dirs[""] / "cgroup.kill").exists():
+            with contextlib.suppress(OSError):
+                self._write("", "cgroup.kill", "1")
+                return
+        for _ in range(20):
+            pids = self.pids()
+            if not pids:
+                return
+            for pid in pids:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.01)
+
+    def remove(self, wait: float = 2.0) -> None:
+        """Remove the cgroup once its processes are gone (zombies included); left in place if they linger."""
+        self.close_join_fds()
+        deadline = time.monotonic() + wait
+        while self.pids() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for folder in self.dirs.values():
+            with contextlib.suppress(OSError):
+                folder.rmdir()

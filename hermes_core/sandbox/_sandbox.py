@@ -1,0 +1,445 @@
+"""``Sandbox``: runs commands behind the walls of one tool system (its workspace, config and backend)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import secrets
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import IO, Any
+
+from ._capture import HeadTail, drain
+from ._env import child_env, git_identity
+from ._layout import Layout, SandboxRefused, build_layout, hermes_dirs
+from ._limits import Cgroup, rlimit_setter, rlimit_values
+from ._process import SandboxProcess
+from ._settings import Limits, SandboxSettings
+from ._status import BackendChoice, choose_backend
+from ._types import RunResult
+
+__all__ = ["DEFAULT_OUTPUT_BYTES", "Sandbox"]
+
+DEFAULT_OUTPUT_BYTES = 1_000_000
+_POLL = 0.1
+_MARKER = "HERMES_SANDBOX_RUN"
+_OWN_CODE = Path(__file__).resolve().parents[1]  # the hermes_core package: never writable from inside
+
+
+class _Spawner:
+    """One long-lived thread that starts background processes.
+
+    bwrap's ``--die-with-parent`` is tied to the *thread* that forked it; starting long-lived processes from
+    a thread that lives as long as the sandbox keeps them alive until ``close()`` (and still ends them when
+    the host process dies).
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="hermes-sandbox-spawner", daemon=True)
+                self._thread.start()
+        future: Future[Any] = Future()
+        self._queue.put((fn, future))
+        return future.result()
+
+    def _loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            fn, future = item
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # handed back to the caller
+                future.set_exception(exc)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._thread is not None:
+                self._queue.put(None)
+                self._thread = None
+
+
+def _wait_exit(popen: subprocess.Popen[bytes], pidfd: int | None, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for ``popen`` to exit (and reap it); True when it has."""
+    if pidfd is None:
+        try:
+            popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    import select
+
+    select.select([pidfd], [], [], timeout)
+    return popen.poll() is not None
+
+
+class Sandbox:
+    """Runs commands inside walls made of the workspace (see ``hermes_core.sandbox``).
+
+    Make one with ``sandbox_for(context)`` (per tool system, closed with it). ``run()`` runs a command to the
+    end and returns a ``RunResult``; ``start()`` starts one and returns a ``SandboxProcess`` to manage.
+    """
+
+    def __init__(
+        self,
+        settings: SandboxSettings | None = None,
+        *,
+        workspace: str | os.PathLike[str] | None = None,
+        hidden: Sequence[str | os.PathLike[str]] = (),
+    ) -> None:
+        self.settings = settings if settings is not None else SandboxSettings()
+        self.workspace = Path(workspace if workspace is not None else Path.cwd()).resolve()
+        self._extra_hidden = [Path(os.path.realpath(p)) for p in hidden]
+        self._choice: BackendChoice | None = None
+        self._layouts: dict[tuple[Any, ...], Layout] = {}
+        self._git: dict[str, str] | None = None
+        self._live: set[SandboxProcess] = set()
+        self._lock = threading.Lock()
+        self._spawner = _Spawner()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<Sandbox backend={self.choice.name or 'unavailable'} workspace={self.workspace}>"
+
+    # -- what runs where ---------------------------------------------------------------------------------
+
+    @property
+    def choice(self) -> BackendChoice:
+        """The backend this sandbox uses (probed once) and why."""
+        if self._choice is None:
+            self._choice = choose_backend(self.settings.backend)
+        return self._choice
+
+    @property
+    def backend(self) -> str:
+        """The backend's name ("bwrap", "landlock", "none"), or "" when none is usable."""
+        return self.choice.name
+
+    def hidden_paths(self) -> list[Path]:
+        """Hermes's own folders (and the configured extras): never visible from inside."""
+        return [*hermes_dirs(), *self._extra_hidden]
+
+    def layout(
+        self,
+        workspace: str | os.PathLike[str] | None = None,
+        read_only: Sequence[str | os.PathLike[str]] = (),
+        read_write: Sequence[str | os.PathLike[str]] = (),
+    ) -> Layout:
+        """The view a call in ``workspace`` gets (``read_only``/``read_write``: extra paths for this call)."""
+        ws = Path(workspace).resolve() if workspace is not None else self.workspace
+        home = Path(os.environ.get("HOME") or os.path.expanduser("~"))
+        hidden = self.hidden_paths()
+        key = (
+            ws,
+            tuple(map(str, read_only)),
+            tuple(map(str, read_write)),
+            str(home),
+            os.environ.get("PATH", ""),
+            tuple(hidden),
+        )
+        layout = self._layouts.get(key)
+        if layout is None:
+            layout = build_layout(
+                workspace=ws,
+                home=home,
+                path_env=os.environ.get("PATH", ""),
+                toolchains=self.settings.home_toolchains,
+                extra_read_only=[*self.settings.read_only, *map(Path, read_only)],
+                extra_read_write=[*self.settings.read_write, *map(Path, read_write)],
+                protected_hidden=hidden,
+                protected_read_only=[_OWN_CODE],
+            )
+            if len(self._layouts) > 32:
+                self._layouts.clear()
+            self._layouts[key] = layout
+        return layout
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        """The environment a command gets: harmless host variables, the configured ones, then ``extra``."""
+        if self._git is None:
+            self._git = git_identity(Path(os.path.expanduser("~")))
+        env = child_env(
+            os.environ, pass_env=self.settings.pass_env, config_env=self.settings.env, extra=extra
+        )
+        for key, value in self._git.items():
+            env.setdefault(key, value)
+        return env
+
+    def limits(self, limits: Limits | None = None) -> Limits:
+        """The configured limits with ``limits`` (the call's own) on top."""
+        return self.settings.limits.merged(limits)
+
+    # -- starting ----------------------------------------------------------------------------------------
+
+    def start(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        workspace: str | os.PathLike[str] | None = None,
+        env: dict[str, str] | None = None,
+        limits: Limits | None = None,
+        network: bool | None = None,
+        tool: str | None = None,
+        stdin: int | IO[Any] | None = subprocess.DEVNULL,
+        stdout: int | IO[Any] | None = subprocess.PIPE,
+        stderr: int | IO[Any] | None = subprocess.STDOUT,
+        read_only: Sequence[str | os.PathLike[str]] = (),
+        read_write: Sequence[str | os.PathLike[str]] = (),
+        background: bool = False,
+    ) -> SandboxProcess:
+        """Start ``argv`` in the sandbox and return its ``SandboxProcess`` (call ``release()`` when done with it).
+
+        ``cwd`` defaults to the workspace; ``network`` to the configuration's choice for ``tool``;
+        ``background=True`` ties the process to the sandbox's lifetime rather than the calling thread's.
+        Raises ``SandboxRefused`` (a ``ToolError``) when the walls cannot be built, ``OSError`` when the
+        command cannot be started.
+        """
+        if self._closed:
+            raise SandboxRefused("the tool system is closed")
+        choice = self.choice
+        if choice.backend is None:
+            raise SandboxRefused(choice.reason)
+        if not argv:
+            raise ValueError("argv is empty")
+        layout = self.layout(workspace, read_only, read_write)
+        workdir = Path(os.path.realpath(cwd)) if cwd is not None else layout.workspace
+        lim = self.limits(limits)
+        net = self.settings.network_for(tool) if network is None else network
+        child = self.env(env)
+        marker: bytes | None = None
+        if not choice.backend.pid_namespace:
+            token = secrets.token_hex(8)
+            child[_MARKER] = token
+            marker = f"{_MARKER}={token}".encode()
+        launch = choice.backend.prepare(layout, list(argv), workdir, child, net)
+        need_cgroup = not launch.pid_namespace or bool(lim.max_processes or lim.memory_mb or lim.cpu_seconds)
+        cgroup = Cgroup.create(lim) if need_cgroup else None
+        steps: list[Callable[[], None]] = []
+        if cgroup is not None:
+            steps.append(cgroup.join)
+        steps.append(rlimit_setter(rlimit_values(lim, with_cgroup=cgroup is not None)))
+        steps += launch.preexec
+
+        def preexec() -> None:
+            for step in steps:
+                step()
+
+        def spawn() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(
+                launch.argv,
+                cwd=launch.cwd,
+                env=launch.env,
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
+                start_new_session=True,
+                preexec_fn=preexec,
+            )
+
+        try:
+            popen = self._spawner.call(spawn) if background else spawn()
+        except BaseException:
+            if cgroup is not None:
+                cgroup.remove(wait=0)
+            for step in (*launch.after_spawn, *launch.cleanup):
+                with contextlib.suppress(Exception):
+                    step()
+            raise
+        finally:
+            if cgroup is not None:
+                cgroup.close_join_fds()
+        for step in launch.after_spawn:
+            with contextlib.suppress(Exception):
+                step()
+        proc = SandboxProcess(
+            popen,
+            backend=choice.name,
+            pid_namespace=launch.pid_namespace,
+            cgroup=cgroup,
+            marker=marker,
+            cleanup=launch.cleanup,
+            on_release=self._forget,
+        )
+        with self._lock:
+            self._live.add(proc)
+        return proc
+
+    def _forget(self, proc: SandboxProcess) -> None:
+        with self._lock:
+            self._live.discard(proc)
+
+    # -- running to the end ------------------------------------------------------------------------------
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        workspace: str | os.PathLike[str] | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float | None = None,
+        limits: Limits | None = None,
+        network: bool | None = None,
+        tool: str | None = None,
+        input: bytes | None = None,
+        split_output: bool = False,
+        stderr_bytes: int | None = None,
+        read_only: Sequence[str | os.PathLike[str]] = (),
+        read_write: Sequence[str | os.PathLike[str]] = (),
+        grace: float = 2.0,
+    ) -> RunResult:
+        """Run ``argv`` to the end (or ``timeout`` seconds) and return what it did; never leaves a process.
+
+        Output is kept head and tail up to ``limits.max_output_bytes`` (default 1 MB); with ``split_output``
+        stderr is kept apart (up to ``stderr_bytes``). A tree that hits a limit or the timeout is ended:
+        SIGTERM, ``grace`` seconds, then SIGKILL.
+        """
+        lim = self.limits(limits)
+        started = time.monotonic()
+        proc = self.start(
+            argv,
+            cwd=cwd,
+            workspace=workspace,
+            env=env,
+            limits=lim,
+            network=network,
+            tool=tool,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE if split_output else subprocess.STDOUT,
+            read_only=read_only,
+            read_write=read_write,
+        )
+        out = HeadTail.of(lim.max_output_bytes or DEFAULT_OUTPUT_BYTES)
+        err = HeadTail.of(stderr_bytes or lim.max_output_bytes or DEFAULT_OUTPUT_BYTES)
+        streams: list[tuple[IO[bytes], HeadTail]] = [(proc.stdout, out)] if proc.stdout else []
+        if split_output and proc.stderr is not None:
+            streams.append((proc.stderr, err))
+        readers = [
+            threading.Thread(target=drain, args=(stream, sink), daemon=True, name="hermes-sandbox-drain")
+            for stream, sink in streams
+        ]
+        for reader in readers:
+            reader.start()
+        if input is not None and proc.popen.stdin is not None:
+            threading.Thread(target=_feed, args=(proc.popen.stdin, input), daemon=True).start()
+        timed_out = False
+        limit = kill_note = ""
+        leftovers = False
+        pidfd = _pidfd(proc.pid)
+        deadline = started + timeout if timeout else None
+        try:
+            while True:
+                wait = _POLL
+                if deadline is not None:
+                    wait = min(wait, deadline - time.monotonic())
+                    if wait <= 0:
+                        timed_out = True
+                        kill_note = proc.terminate(grace)
+                        break
+                if _wait_exit(proc.popen, pidfd, wait):
+                    break
+                limit = self._over_limit(proc, lim)
+                if limit:
+                    kill_note = proc.terminate(min(grace, 0.2))
+                    break
+        except BaseException:
+            proc.terminate(0)
+            proc.release()
+            raise
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+        try:
+            # children that outlive the command keep its pipes open: a moment to finish, then they end
+            for reader in readers:
+                reader.join(0.25)
+            if not (timed_out or limit):
+                leftovers = proc.end_leftovers()
+            if any(r.is_alive() for r in readers):
+                proc.kill()
+                for reader in readers:
+                    reader.join(2.0)
+            if not limit and proc.cgroup is not None and proc.cgroup.oom_killed():
+                limit = "memory"
+        finally:
+            for stream, _ in streams:
+                with contextlib.suppress(OSError):
+                    stream.close()
+            proc.release()
+        killed = timed_out or bool(limit and kill_note)
+        return RunResult(
+            exit_code=None if killed else proc.popen.returncode,
+            output=out.text(),
+            stdout=out.text(),
+            stderr=err.text() if split_output else "",
+            omitted=out.omitted,
+            stderr_omitted=err.omitted if split_output else 0,
+            duration=time.monotonic() - started,
+            timed_out=timed_out,
+            limit=limit,
+            kill_note=kill_note,
+            leftovers_killed=leftovers,
+            backend=proc.backend,
+        )
+
+    def _over_limit(self, proc: SandboxProcess, lim: Limits) -> str:
+        """The limit the tree is past ("processes", "cpu"), or ""."""
+        if proc.cgroup is not None:
+            if lim.max_processes and proc.cgroup.hit_process_limit():
+                return "processes"
+            used = proc.cgroup.cpu_seconds() if lim.cpu_seconds else None
+            if used is not None and lim.cpu_seconds and used > lim.cpu_seconds:
+                return "cpu"
+            return ""
+        if lim.max_processes and proc.process_count() > lim.max_processes:
+            return "processes"
+        return ""
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+
+    def live(self) -> list[SandboxProcess]:
+        """The processes started here and not released yet."""
+        with self._lock:
+            return list(self._live)
+
+    def close(self) -> None:
+        """End every process still running in this sandbox and free what they held."""
+        self._closed = True
+        for proc in self.live():
+            with contextlib.suppress(Exception):
+                proc.terminate(0.5)
+            with contextlib.suppress(Exception):
+                proc.release()
+        self._spawner.close()
+
+
+def _feed(stream: IO[bytes], data: bytes) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        stream.write(data)
+    with contextlib.suppress(OSError, ValueError):
+        stream.close()
+
+
+def _pidfd(pid: int) -> int | None:
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        fd: int = opener(pid)
+    except OSError:
+        return None
+    return fd
