@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..context import calls_in_workspace
 from ._capture import strip_ansi
 from ._env import child_env, is_secret_name
 from ._layout import HOME_SECRETS, Layout, SandboxRefused, hermes_dirs
@@ -50,6 +51,7 @@ __all__ = [
     "SandboxProcess",
     "SandboxRefused",
     "SandboxSettings",
+    "calls_in_workspace",
     "child_env",
     "choose_backend",
     "hermes_dirs",
