@@ -69,6 +69,8 @@ class BackgroundProcess:
         self.killed = ""
         self._reader = threading.Thread(target=self._pump, daemon=True, name=f"hermes-{pid_key}")
         self._reader.start()
+        self._watcher = threading.Thread(target=self._watch, daemon=True, name=f"hermes-{pid_key}-wait")
+        self._watcher.start()
 
     def _pump(self) -> None:
         stream = self.proc.stdout
@@ -83,14 +85,19 @@ class BackgroundProcess:
         except (OSError, ValueError):
             pass
         finally:
-            self.proc.wait()
-            if self.ended is None:
-                self.ended = time.time()
             self.spool.close()
             with contextlib.suppress(OSError):
                 stream.close()
-            if not self.proc.has_leftovers():
-                self.proc.release()
+
+    def _watch(self) -> None:
+        """When the command exits, what it left running ends with it (as in the foreground)."""
+        self.proc.wait()
+        if self.ended is None:
+            self.ended = time.time()
+        if not self.killed:
+            self.proc.end_leftovers()
+        self._reader.join(5.0)
+        self.proc.release()
 
     @property
     def running(self) -> bool:

@@ -4,9 +4,12 @@ The ruleset is built in the parent (ctypes, ABI read at run time); the child onl
 drops its capabilities when it runs as root, and restricts itself before ``exec``. What it cannot do,
 compared with bwrap: there is no mount namespace (nothing can be *hidden* inside a visible tree, so a call
 whose workspace holds hermes's folders is refused; ``/tmp`` is replaced by a private folder named in
-``TMPDIR``, and programs that insist on ``/tmp`` itself fail), and there is no PID namespace (host processes
+``TMPDIR``, and programs that insist on ``/tmp`` itself fail; ``HOME`` is a private folder linking to the
+visible toolchains), and there is no PID namespace (host processes
 stay visible in ``/proc``; their environment and memory are protected by Landlock's ptrace rule, and
 signals to them are blocked only from ABI 6, kernel 6.12, on). Network off blocks TCP (ABI 4+), not UDP.
+Landlock guards file contents and names, not metadata: the mode, timestamps and extended attributes of a
+file outside the allow-list can still be changed, and ``stat`` works on any path.
 """
 
 from __future__ import annotations
@@ -197,6 +200,23 @@ _RO = EXECUTE | READ_FILE | READ_DIR
 _DEV = READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV
 
 
+def _private_home(private: Path, layout: Layout) -> Path:
+    """A stand-in ``$HOME``: empty and writable, with links to the visible parts of the real one.
+
+    Without a mount namespace the real home cannot be shown empty; a home that exists but cannot be read
+    makes tools fail ("permission denied" on their dotfiles), so the command gets this one instead.
+    """
+    home = private / "home"
+    home.mkdir()
+    for path in [*layout.read_only, *layout.read_write]:
+        if path != layout.home and is_within(path, layout.home):
+            link = home / path.relative_to(layout.home)
+            link.parent.mkdir(parents=True, exist_ok=True)
+            if not os.path.lexists(link):
+                link.symlink_to(path)
+    return home
+
+
 class LandlockBackend:
     """Builds a Landlock ruleset for one call; the command runs in a private temporary folder (``TMPDIR``)."""
 
@@ -244,7 +264,7 @@ class LandlockBackend:
             raise
         child_env = dict(env)
         child_env["TMPDIR"] = str(private)
-        child_env.setdefault("XDG_CACHE_HOME", str(private / ".cache"))
+        child_env["HOME"] = str(_private_home(private, layout))
         restrict = ruleset.restrictor(os.geteuid() == 0, _last_cap())
         return Launch(
             argv=list(argv),

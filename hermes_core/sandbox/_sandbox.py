@@ -219,6 +219,12 @@ class Sandbox:
         lim = self.limits(limits)
         net = self.settings.network_for(tool) if network is None else network
         child = self.env(env)
+        if "PATH" in child:  # entries the command cannot see would only fail (Landlock: "permission denied")
+            child["PATH"] = os.pathsep.join(
+                entry
+                for entry in child["PATH"].split(os.pathsep)
+                if entry and layout.sees(Path(os.path.realpath(entry)))
+            )
         marker: bytes | None = None
         if not choice.backend.pid_namespace:
             token = secrets.token_hex(8)

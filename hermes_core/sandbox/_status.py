@@ -59,6 +59,8 @@ LIMITATIONS: dict[str, tuple[str, ...]] = {
         "/tmp is replaced by a private folder in TMPDIR; programs that write to /tmp itself fail",
         "processes that detach (setsid) AND clear their environment can outlive a call when no cgroup exists",
         "network off blocks TCP only (ABI 4+), not UDP",
+        "file metadata outside the allow-list (permissions, timestamps, extended attributes) can still be "
+        "changed, and any path can be tested for existence; contents are protected",
     ),
     "none": (
         "no walls: commands can read, write and signal whatever the user running hermes can",
