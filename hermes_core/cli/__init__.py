@@ -10,6 +10,7 @@ from ._app import HermesGroup, cli
 from ._call import EXIT_CODES, call_command
 from ._config_cmd import config_group
 from ._plugins import plugins_group
+from ._sandbox import sandbox_group
 from ._state import ConfigFailure, State, current_system, get_state
 from ._tools import tools_group
 from ._toolsets import schema_group, toolsets_command
@@ -27,6 +28,7 @@ __all__ = [
 
 for _command in (tools_group, toolsets_command, schema_group, call_command, plugins_group, config_group):
     cli.add_command(_command)
+cli.add_command(sandbox_group)
 
 
 def main() -> None:

@@ -129,7 +129,7 @@ class Sandbox:
 
     def hidden_paths(self) -> list[Path]:
         """Hermes's own folders (and the configured extras): never visible from inside."""
-        return [*hermes_dirs(), *self._extra_hidden]
+        return list(dict.fromkeys([*hermes_dirs(), *self._extra_hidden]))
 
     def layout(
         self,

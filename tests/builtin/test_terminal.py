@@ -307,3 +307,23 @@ def test_terminal_is_hidden_without_bash(
     builtin_system.invalidate_checks()
     names = {d["function"]["name"] for d in builtin_system.definitions()}
     assert "terminal" not in names and "process" not in names
+
+
+@pytest.mark.parametrize("tool", ["terminal", "process", "execute_code"])
+def test_the_pipeline_never_cuts_a_timeout_the_schema_allows(builtin_system: ToolSystem, tool: str) -> None:
+    entry = builtin_system.registry.get(tool)
+    assert entry is not None
+    allowed = entry.schema["parameters"]["properties"]["timeout"]["maximum"]
+    assert builtin_system.config.timeout < allowed  # the default pipeline timeout alone would cut it...
+    assert entry.timeout is not None and entry.timeout > allowed  # ...so the tool declares its own
+
+
+def test_a_configured_pipeline_timeout_ends_the_command_cleanly_first(
+    make_builtin_system: MakeSystem,
+) -> None:
+    s = make_builtin_system(config={"limits": {"tools": {"terminal": {"timeout": 3}}}})
+    start = time.monotonic()
+    outcome = s.call_outcome("terminal", {"command": "echo started; sleep 30", "timeout": 600})
+    assert time.monotonic() - start < 6
+    assert outcome.status == "ok", outcome.result
+    assert outcome.result.startswith("started\n") and "timed out after 2s" in outcome.result
