@@ -58,7 +58,8 @@ def _user_tasks() -> int:
 
 
 def rlimit_values(limits: Limits, *, with_cgroup: bool) -> dict[int, int]:
-    """The rlimits a call's processes get (soft = hard, so the command cannot raise them again)."""
+    """The rlimits a call's processes get (soft = hard, so the command cannot raise them again; CPU time
+    keeps one more second of hard limit, so SIGXCPU comes first)."""
     out = {resource.RLIMIT_CORE: 0}
     if limits.memory_mb:
         out[resource.RLIMIT_DATA] = limits.memory_mb * _MIB
@@ -81,7 +82,9 @@ def rlimit_setter(values: dict[int, int]) -> Callable[[], None]:
     for which, value in values.items():
         hard = current[which]
         target = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        pairs.append((which, (target, target)))
+        # CPU time: SIGXCPU at the soft limit says why; SIGKILL a second later if it is ignored
+        top = target + 1 if which == resource.RLIMIT_CPU and hard == resource.RLIM_INFINITY else target
+        pairs.append((which, (target, top)))
 
     def apply() -> None:
         for which, pair in pairs:

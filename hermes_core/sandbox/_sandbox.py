@@ -28,6 +28,7 @@ __all__ = ["DEFAULT_OUTPUT_BYTES", "Sandbox"]
 DEFAULT_OUTPUT_BYTES = 1_000_000
 _POLL = 0.1
 _MARKER = "HERMES_SANDBOX_RUN"
+_SIGXCPU = 24
 _OWN_CODE = Path(__file__).resolve().parents[1]  # the hermes_core package: never writable from inside
 
 
@@ -381,6 +382,8 @@ class Sandbox:
                     reader.join(2.0)
             if not limit and proc.cgroup is not None and proc.cgroup.oom_killed():
                 limit = "memory"
+            if not limit and lim.cpu_seconds and proc.popen.returncode in (-_SIGXCPU, 128 + _SIGXCPU):
+                limit = "cpu"
         finally:
             for stream, _ in streams:
                 with contextlib.suppress(OSError):
