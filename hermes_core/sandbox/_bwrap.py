@@ -127,7 +127,7 @@ class BwrapBackend:
         for _, _, op in ops:
             args += op
         args += ["--chdir", str(cwd), "--"]
-        return Launch(argv=[*args, *argv], env=env, cwd=str(cwd), pid_namespace=True)
+        return Launch(argv=[*args, *argv], env=env, cwd=str(cwd), pid_namespace=True, command_at=len(args))
 
 
 def _mask(path: Path) -> list[str]:

@@ -218,13 +218,53 @@ def _private_home(private: Path, layout: Layout) -> Path:
 
 
 class LandlockBackend:
-    """Builds a Landlock ruleset for one call; the command runs in a private temporary folder (``TMPDIR``)."""
+    """Restricts each command with a Landlock ruleset built once per view; commands get a private ``TMPDIR``
+    and ``HOME`` (one per sandbox, shared by its calls, removed when it closes)."""
 
     name = "landlock"
     pid_namespace = False
 
     def __init__(self, abi: int) -> None:
         self.abi = abi
+        # one ruleset (and private folder) per view: a ruleset can restrict any number of processes
+        self._made: dict[tuple[int, bool], tuple[Layout, _Ruleset, Path]] = {}
+        self._lock = threading.Lock()
+
+    def _ruleset(self, layout: Layout, network: bool) -> tuple[_Ruleset, Path]:
+        key = (id(layout), network)
+        with self._lock:
+            made = self._made.get(key)
+            if made is not None and made[0] is layout:
+                return made[1], made[2]
+            private = Path(tempfile.mkdtemp(prefix="hermes-sbx-"))
+            ruleset = _Ruleset(self.abi, network)
+            try:
+                excluded = [*layout.etc_hidden, *layout.hidden]
+                for path, target in layout.system:
+                    if target is None:
+                        ruleset.allow_except(path, _RO, excluded)
+                for path in layout.read_only:
+                    ruleset.allow_except(path, _RO, excluded)
+                everything = _fs_rights(self.abi)
+                for path in [*layout.read_write, private]:
+                    ruleset.allow(path, everything)
+                for device in _DEVICES:
+                    ruleset.allow(device, _DEV)
+                for folder in ("/dev/pts", "/dev/fd"):
+                    ruleset.allow(folder, _DEV | READ_DIR)
+                ruleset.allow("/dev/shm", everything)
+                ruleset.allow("/proc", READ_FILE | READ_DIR)
+                (private / "tmp").mkdir()
+                _private_home(private, layout)
+            except BaseException:
+                ruleset.close()
+                shutil.rmtree(private, ignore_errors=True)
+                raise
+            if made is not None:
+                made[1].close()
+                shutil.rmtree(made[2], ignore_errors=True)
+            self._made[key] = (layout, ruleset, private)
+            return ruleset, private
 
     def prepare(
         self, layout: Layout, argv: list[str], cwd: Path, env: dict[str, str], network: bool
@@ -240,38 +280,17 @@ class LandlockBackend:
                 )
         if not layout.sees(cwd):
             raise SandboxRefused(f"the working directory {cwd} is outside what the sandbox shows")
-        private = Path(tempfile.mkdtemp(prefix="hermes-sbx-"))
-        ruleset = _Ruleset(self.abi, network)
-        try:
-            excluded = [*layout.etc_hidden, *layout.hidden]
-            for path, target in layout.system:
-                if target is None:
-                    ruleset.allow_except(path, _RO, excluded)
-            for path in layout.read_only:
-                ruleset.allow_except(path, _RO, excluded)
-            everything = _fs_rights(self.abi)
-            for path in [*layout.read_write, private]:
-                ruleset.allow(path, everything)
-            for device in _DEVICES:
-                ruleset.allow(device, _DEV)
-            for folder in ("/dev/pts", "/dev/fd"):
-                ruleset.allow(folder, _DEV | READ_DIR)
-            ruleset.allow("/dev/shm", everything)
-            ruleset.allow("/proc", READ_FILE | READ_DIR)
-        except BaseException:
+        ruleset, private = self._ruleset(layout, network)
+        child_env = dict(env)
+        child_env["TMPDIR"] = str(private / "tmp")
+        child_env["HOME"] = str(private / "home")
+        restrict = ruleset.restrictor(os.geteuid() == 0, _last_cap())
+        return Launch(argv=list(argv), env=child_env, cwd=str(cwd), pid_namespace=False, preexec=[restrict])
+
+    def close(self) -> None:
+        """Close the rulesets and remove the private folders (when the sandbox closes)."""
+        with self._lock:
+            made, self._made = self._made, {}
+        for _, ruleset, private in made.values():
             ruleset.close()
             shutil.rmtree(private, ignore_errors=True)
-            raise
-        child_env = dict(env)
-        child_env["TMPDIR"] = str(private)
-        child_env["HOME"] = str(_private_home(private, layout))
-        restrict = ruleset.restrictor(os.geteuid() == 0, _last_cap())
-        return Launch(
-            argv=list(argv),
-            env=child_env,
-            cwd=str(cwd),
-            pid_namespace=False,
-            preexec=[restrict],
-            after_spawn=[ruleset.close],
-            cleanup=[lambda: shutil.rmtree(private, ignore_errors=True)],
-        )

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ._settings import Limits
 
-__all__ = ["Cgroup", "cgroup_support", "rlimit_setter"]
+__all__ = ["Cgroup", "cgroup_joiner", "cgroup_support", "prlimit_argv", "rlimit_setter", "rlimit_values"]
 
 _MIB = 1024 * 1024
 _counter = itertools.count(1)
@@ -91,6 +91,47 @@ def rlimit_setter(values: dict[int, int]) -> Callable[[], None]:
             resource.setrlimit(which, pair)
 
     return apply
+
+
+_PRLIMIT_NAMES = {
+    resource.RLIMIT_CORE: "core",
+    resource.RLIMIT_DATA: "data",
+    resource.RLIMIT_AS: "as",
+    resource.RLIMIT_CPU: "cpu",
+    resource.RLIMIT_FSIZE: "fsize",
+    resource.RLIMIT_NPROC: "nproc",
+}
+_prlimit: list[str | None] = []
+
+
+def prlimit_argv(values: dict[int, int]) -> list[str] | None:
+    """``prlimit --data=S:H ... --`` applying ``values`` to the command it runs; None without ``prlimit``.
+
+    Setting limits with a launcher rather than between fork and exec lets Python spawn with vfork: a
+    ``preexec_fn`` forces a full fork of the host, which costs milliseconds per call in a large process.
+    """
+    if not _prlimit:
+        import shutil
+
+        _prlimit.append(shutil.which("prlimit", path="/usr/bin:/bin:/usr/sbin:/sbin"))
+    exe = _prlimit[0]
+    if exe is None:
+        return None
+    args = [exe]
+    for which, value in values.items():
+        hard = resource.getrlimit(which)[1]
+        soft = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        top = soft + 1 if which == resource.RLIMIT_CPU and hard == resource.RLIM_INFINITY else soft
+        args.append(f"--{_PRLIMIT_NAMES[which]}={soft}:{top}")
+    return [*args, "--"]
+
+
+def cgroup_joiner(files: list[Path]) -> list[str]:
+    """A ``/bin/sh`` prefix that moves itself into the cgroups (their ``cgroup.procs`` files), then execs."""
+    script = (
+        'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"'
+    )
+    return ["/bin/sh", "-c", script, "sh", str(len(files)), *map(str, files)]
 
 
 def _own_cgroups() -> dict[str, str]:
@@ -266,6 +307,9 @@ class Cgroup:
         for fd in self._join_fds:
             os.write(fd, b"0")
 
+    def procs_files(self) -> list[Path]:
+        return [folder / "cgroup.procs" for folder in self.dirs.values()]
+
     def close_join_fds(self) -> None:
         for fd in self._join_fds:
             with contextlib.suppress(OSError):
@@ -315,12 +359,58 @@ class Cgroup:
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.01)
 
-    def remove(self, wait: float = 2.0) -> None:
-        """Remove the cgroup once its processes are gone (zombies included); left in place if they linger."""
+    def remove(self) -> None:
+        """Remove the cgroup; while its last processes are still being reaped, a janitor thread retries."""
         self.close_join_fds()
-        deadline = time.monotonic() + wait
-        while self.pids() and time.monotonic() < deadline:
-            time.sleep(0.01)
+        if not self._rmdir():
+            _janitor.add(self)
+
+    def _rmdir(self) -> bool:
+        done = True
         for folder in self.dirs.values():
-            with contextlib.suppress(OSError):
+            try:
                 folder.rmdir()
+            except FileNotFoundError:
+                continue
+            except OSError:
+                done = False
+        return done
+
+
+class _Janitor:
+    """Retries removing cgroups whose processes were still exiting, off the caller's path (a few seconds)."""
+
+    def __init__(self) -> None:
+        self._pending: list[tuple[float, Cgroup]] = []
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def add(self, group: Cgroup) -> None:
+        with self._lock:
+            self._pending.append((time.monotonic() + 5.0, group))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="hermes-cgroup-janitor", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(0.05)
+            with self._lock:
+                pending, self._pending = self._pending, []
+            keep = []
+            for deadline, group in pending:
+                if group._rmdir():
+                    continue
+                if time.monotonic() > deadline:
+                    group.kill_all()  # stragglers past their call: end them, then the folder can go
+                    group._rmdir()
+                    continue
+                keep.append((deadline, group))
+            with self._lock:
+                self._pending.extend(keep)
+                if not self._pending:
+                    self._thread = None
+                    return
+
+
+_janitor = _Janitor()

@@ -79,6 +79,13 @@ class SandboxProcess:
 
     def members(self, *, thorough: bool = True) -> list[int]:
         """Host pids of the tree's live processes (the launcher included)."""
+        if self.cgroup is not None and not self.pid_namespace:
+            # every process of the call is in its cgroup, detached or not: no /proc scan needed
+            found = set(self.cgroup.pids())
+            if self.popen.poll() is None:
+                found.add(self.pid)
+            found.discard(os.getpid())
+            return sorted(found)
         table = snapshot()
         found = set(descendants(self.pid, table))
         if self.pid in table:

@@ -17,7 +17,7 @@ from typing import IO, Any
 from ._capture import HeadTail, drain
 from ._env import child_env, git_identity
 from ._layout import Layout, SandboxRefused, build_layout, hermes_dirs
-from ._limits import Cgroup, rlimit_setter, rlimit_values
+from ._limits import Cgroup, cgroup_joiner, prlimit_argv, rlimit_setter, rlimit_values
 from ._process import SandboxProcess
 from ._settings import Limits, SandboxSettings
 from ._status import BackendChoice, choose_backend
@@ -234,11 +234,19 @@ class Sandbox:
         launch = choice.backend.prepare(layout, list(argv), workdir, child, net)
         need_cgroup = not launch.pid_namespace or bool(lim.max_processes or lim.memory_mb or lim.cpu_seconds)
         cgroup = Cgroup.create(lim) if need_cgroup else None
+        values = rlimit_values(lim, with_cgroup=cgroup is not None)
+        argv_out = list(launch.argv)
         steps: list[Callable[[], None]] = []
-        if cgroup is not None:
-            steps.append(cgroup.join)
-        steps.append(rlimit_setter(rlimit_values(lim, with_cgroup=cgroup is not None)))
-        steps += launch.preexec
+        limiter = prlimit_argv(values) if not launch.preexec and len(values) > 1 else None
+        if launch.preexec or (limiter is None and len(values) > 1):
+            # the child runs Python before exec anyway (Landlock), or there is no prlimit: do it all there
+            steps = [cgroup.join] if cgroup is not None else []
+            steps += [rlimit_setter(values), *launch.preexec]
+        else:
+            if limiter is not None:
+                argv_out[launch.command_at : launch.command_at] = limiter
+            if cgroup is not None:
+                argv_out = cgroup_joiner(cgroup.procs_files()) + argv_out
 
         def preexec() -> None:
             for step in steps:
@@ -246,21 +254,21 @@ class Sandbox:
 
         def spawn() -> subprocess.Popen[bytes]:
             return subprocess.Popen(
-                launch.argv,
+                argv_out,
                 cwd=launch.cwd,
                 env=launch.env,
                 stdin=stdin,
                 stdout=stdout,
                 stderr=stderr,
                 start_new_session=True,
-                preexec_fn=preexec,
+                preexec_fn=preexec if steps else None,
             )
 
         try:
             popen = self._spawner.call(spawn) if background else spawn()
         except BaseException:
             if cgroup is not None:
-                cgroup.remove(wait=0)
+                cgroup.remove()
             for step in (*launch.after_spawn, *launch.cleanup):
                 with contextlib.suppress(Exception):
                     step()
@@ -434,6 +442,9 @@ class Sandbox:
             with contextlib.suppress(Exception):
                 proc.release()
         self._spawner.close()
+        closer = getattr(self._choice.backend, "close", None) if self._choice is not None else None
+        if callable(closer):
+            closer()
 
 
 def _feed(stream: IO[bytes], data: bytes) -> None:

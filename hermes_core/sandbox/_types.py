@@ -14,13 +14,15 @@ class Launch:
 
     ``preexec`` runs in the child between fork and exec (async-signal-safe work only: pre-built values);
     ``after_spawn`` runs in the parent once the child exists (close descriptors it inherited);
-    ``cleanup`` runs when the whole tree is gone (remove private folders).
+    ``cleanup`` runs when the whole tree is gone (remove private folders); ``command_at`` is where the
+    command itself starts in ``argv`` (after the backend's own launcher, if any).
     """
 
     argv: list[str]
     env: dict[str, str]
     cwd: str
     pid_namespace: bool
+    command_at: int = 0
     preexec: list[Callable[[], None]] = field(default_factory=list)
     after_spawn: list[Callable[[], None]] = field(default_factory=list)
     cleanup: list[Callable[[], None]] = field(default_factory=list)
