@@ -55,5 +55,11 @@ def example_plugins(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Side-by-side benchmarks; each prints its figures and the ratio against its baseline."""
     session.install("-e", ".")
-    for script in ("bench_startup.py", "bench_definitions.py", "bench_pipeline.py", "bench_async.py"):
+    for script in (
+        "bench_startup.py",
+        "bench_definitions.py",
+        "bench_pipeline.py",
+        "bench_async.py",
+        "bench_sandbox.py",
+    ):
         session.run("python", f"benchmarks/{script}")
