@@ -35,7 +35,9 @@ TERMINAL_SCHEMA: dict[str, Any] = {
         "workspace unless `cwd` is given; stdin is closed, so use non-interactive flags (-y, --no-pager). "
         "Output is capped (head and tail kept). Foreground commands are killed with their children at "
         "`timeout`. For servers or long jobs set background=true: you get a process id to use with the "
-        "`process` tool. Prefer read_file/search_files/patch over cat/grep/sed for files."
+        "`process` tool. Prefer read_file/search_files/patch over cat/grep/sed for files. Commands run in a "
+        "sandbox: the workspace (and a private /tmp) is writable, system folders are read-only, and the rest "
+        "of the home folder and other processes are out of reach."
     ),
     "parameters": {
         "type": "object",

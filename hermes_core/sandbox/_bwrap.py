@@ -88,7 +88,13 @@ class BwrapBackend:
         self.exe = exe
 
     def prepare(
-        self, layout: Layout, argv: list[str], cwd: Path, env: dict[str, str], network: bool
+        self,
+        layout: Layout,
+        argv: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        network: bool,
+        reuse: bool = True,
     ) -> Launch:
         if not layout.sees(cwd):
             raise SandboxRefused(f"the working directory {cwd} is outside what the sandbox shows")

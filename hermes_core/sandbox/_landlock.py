@@ -230,44 +230,55 @@ class LandlockBackend:
         self._made: dict[tuple[int, bool], tuple[Layout, _Ruleset, Path]] = {}
         self._lock = threading.Lock()
 
-    def _ruleset(self, layout: Layout, network: bool) -> tuple[_Ruleset, Path]:
+    def _ruleset(self, layout: Layout, network: bool, reuse: bool) -> tuple[_Ruleset, Path]:
         key = (id(layout), network)
         with self._lock:
-            made = self._made.get(key)
+            made = self._made.get(key) if reuse else None
             if made is not None and made[0] is layout:
                 return made[1], made[2]
-            private = Path(tempfile.mkdtemp(prefix="hermes-sbx-"))
-            ruleset = _Ruleset(self.abi, network)
-            try:
-                excluded = [*layout.etc_hidden, *layout.hidden]
-                for path, target in layout.system:
-                    if target is None:
-                        ruleset.allow_except(path, _RO, excluded)
-                for path in layout.read_only:
-                    ruleset.allow_except(path, _RO, excluded)
-                everything = _fs_rights(self.abi)
-                for path in [*layout.read_write, private]:
-                    ruleset.allow(path, everything)
-                for device in _DEVICES:
-                    ruleset.allow(device, _DEV)
-                for folder in ("/dev/pts", "/dev/fd"):
-                    ruleset.allow(folder, _DEV | READ_DIR)
-                ruleset.allow("/dev/shm", everything)
-                ruleset.allow("/proc", READ_FILE | READ_DIR)
-                (private / "tmp").mkdir()
-                _private_home(private, layout)
-            except BaseException:
-                ruleset.close()
-                shutil.rmtree(private, ignore_errors=True)
-                raise
-            if made is not None:
-                made[1].close()
-                shutil.rmtree(made[2], ignore_errors=True)
-            self._made[key] = (layout, ruleset, private)
+            ruleset, private = self._build(layout, network)
+            if reuse:
+                if made is not None:
+                    made[1].close()
+                    shutil.rmtree(made[2], ignore_errors=True)
+                self._made[key] = (layout, ruleset, private)
             return ruleset, private
 
+    def _build(self, layout: Layout, network: bool) -> tuple[_Ruleset, Path]:
+        private = Path(tempfile.mkdtemp(prefix="hermes-sbx-"))
+        ruleset = _Ruleset(self.abi, network)
+        try:
+            excluded = [*layout.etc_hidden, *layout.hidden]
+            for path, target in layout.system:
+                if target is None:
+                    ruleset.allow_except(path, _RO, excluded)
+            for path in layout.read_only:
+                ruleset.allow_except(path, _RO, excluded)
+            everything = _fs_rights(self.abi)
+            for path in [*layout.read_write, private]:
+                ruleset.allow(path, everything)
+            for device in _DEVICES:
+                ruleset.allow(device, _DEV)
+            for folder in ("/dev/pts", "/dev/fd"):
+                ruleset.allow(folder, _DEV | READ_DIR)
+            ruleset.allow("/dev/shm", everything)
+            ruleset.allow("/proc", READ_FILE | READ_DIR)
+            (private / "tmp").mkdir()
+            _private_home(private, layout)
+        except BaseException:
+            ruleset.close()
+            shutil.rmtree(private, ignore_errors=True)
+            raise
+        return ruleset, private
+
     def prepare(
-        self, layout: Layout, argv: list[str], cwd: Path, env: dict[str, str], network: bool
+        self,
+        layout: Layout,
+        argv: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        network: bool,
+        reuse: bool = True,
     ) -> Launch:
         for hidden in layout.hidden:
             if not (hidden in layout.hermes or os.path.lexists(hidden)):
@@ -280,12 +291,16 @@ class LandlockBackend:
                 )
         if not layout.sees(cwd):
             raise SandboxRefused(f"the working directory {cwd} is outside what the sandbox shows")
-        ruleset, private = self._ruleset(layout, network)
+        ruleset, private = self._ruleset(layout, network, reuse)
         child_env = dict(env)
         child_env["TMPDIR"] = str(private / "tmp")
         child_env["HOME"] = str(private / "home")
         restrict = ruleset.restrictor(os.geteuid() == 0, _last_cap())
-        return Launch(argv=list(argv), env=child_env, cwd=str(cwd), pid_namespace=False, preexec=[restrict])
+        launch = Launch(argv=list(argv), env=child_env, cwd=str(cwd), pid_namespace=False, preexec=[restrict])
+        if not reuse:  # a one-off view (paths of this call only): its ruleset and folders go with the call
+            launch.after_spawn.append(ruleset.close)
+            launch.cleanup.append(lambda: shutil.rmtree(private, ignore_errors=True))
+        return launch
 
     def close(self) -> None:
         """Close the rulesets and remove the private folders (when the sandbox closes)."""

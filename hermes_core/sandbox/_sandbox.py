@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import queue
@@ -9,6 +10,7 @@ import secrets
 import subprocess
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
@@ -110,6 +112,7 @@ class Sandbox:
         self._lock = threading.Lock()
         self._spawner = _Spawner()
         self._closed = False
+        _remember(self)
 
     def __repr__(self) -> str:
         return f"<Sandbox backend={self.choice.name or 'unavailable'} workspace={self.workspace}>"
@@ -162,9 +165,10 @@ class Sandbox:
                 protected_hidden=hidden,
                 protected_read_only=[_OWN_CODE],
             )
-            if len(self._layouts) > 32:
-                self._layouts.clear()
-            self._layouts[key] = layout
+            if not (read_only or read_write):  # views with one call's own paths are not worth keeping
+                if len(self._layouts) > 32:
+                    self._layouts.clear()
+                self._layouts[key] = layout
         return layout
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -231,7 +235,9 @@ class Sandbox:
             token = secrets.token_hex(8)
             child[_MARKER] = token
             marker = f"{_MARKER}={token}".encode()
-        launch = choice.backend.prepare(layout, list(argv), workdir, child, net)
+        launch = choice.backend.prepare(
+            layout, list(argv), workdir, child, net, reuse=not (read_only or read_write)
+        )
         need_cgroup = not launch.pid_namespace or bool(lim.max_processes or lim.memory_mb or lim.cpu_seconds)
         cgroup = Cgroup.create(lim) if need_cgroup else None
         values = rlimit_values(lim, with_cgroup=cgroup is not None)
@@ -445,6 +451,27 @@ class Sandbox:
         closer = getattr(self._choice.backend, "close", None) if self._choice is not None else None
         if callable(closer):
             closer()
+
+
+_open: weakref.WeakSet[Sandbox] = weakref.WeakSet()
+_open_lock = threading.Lock()
+
+
+def _remember(sandbox: Sandbox) -> None:
+    """Track ``sandbox`` so what it started ends when the interpreter exits, even if nobody closed it."""
+    with _open_lock:
+        if not _open:
+            atexit.unregister(_close_all)
+            atexit.register(_close_all)
+        _open.add(sandbox)
+
+
+def _close_all() -> None:
+    with _open_lock:
+        boxes = list(_open)
+    for box in boxes:
+        with contextlib.suppress(Exception):
+            box.close()
 
 
 def _feed(stream: IO[bytes], data: bytes) -> None:

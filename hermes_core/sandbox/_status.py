@@ -19,7 +19,13 @@ class Backend(Protocol):
     pid_namespace: bool
 
     def prepare(
-        self, layout: Layout, argv: list[str], cwd: Any, env: dict[str, str], network: bool
+        self,
+        layout: Layout,
+        argv: list[str],
+        cwd: Any,
+        env: dict[str, str],
+        network: bool,
+        reuse: bool = True,
     ) -> Launch: ...
 
 
@@ -30,7 +36,13 @@ class NoneBackend:
     pid_namespace = False
 
     def prepare(
-        self, layout: Layout, argv: list[str], cwd: Any, env: dict[str, str], network: bool
+        self,
+        layout: Layout,
+        argv: list[str],
+        cwd: Any,
+        env: dict[str, str],
+        network: bool,
+        reuse: bool = True,
     ) -> Launch:
         return Launch(argv=list(argv), env=env, cwd=str(cwd), pid_namespace=False)
 

@@ -213,3 +213,28 @@ def test_the_workspace_cannot_be_the_root(any_backend: str) -> None:
 def test_network_can_be_off_for_one_tool(tmp_path: Path) -> None:
     settings = SandboxSettings(tool_network={"fetcher": False})
     assert settings.network_for("terminal") is True and settings.network_for("fetcher") is False
+
+
+def test_one_off_views_leave_no_private_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _usable("landlock")
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    extra = tmp_path / "bridge"
+    extra.mkdir()
+    (extra / "data.txt").write_text("shown\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    box = Sandbox(SandboxSettings(backend="landlock"), workspace=ws)
+    try:
+        for _ in range(3):
+            assert box.run(["cat", str(extra / "data.txt")], read_only=[extra]).output == "shown\n"
+        assert list(scratch.iterdir()) == []  # per-call views: their ruleset and folders went with the call
+        box.run(["true"])
+        box.run(["true"])
+        assert len(list(scratch.iterdir())) == 1  # the shared view: one private folder, reused
+    finally:
+        box.close()
+    assert list(scratch.iterdir()) == []
