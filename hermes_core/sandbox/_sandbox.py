@@ -16,6 +16,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import IO, Any
 
+from ..context import workspace_override
 from ._capture import HeadTail, drain
 from ._env import child_env, git_identity
 from ._layout import Layout, SandboxRefused, build_layout, hermes_dirs
@@ -141,7 +142,12 @@ class Sandbox:
         read_only: Sequence[str | os.PathLike[str]] = (),
         read_write: Sequence[str | os.PathLike[str]] = (),
     ) -> Layout:
-        """The view a call in ``workspace`` gets (``read_only``/``read_write``: extra paths for this call)."""
+        """The view a call in ``workspace`` gets (``read_only``/``read_write``: extra paths for this call).
+
+        ``workspace`` defaults to the one ``calls_in_workspace`` set for the running call, else the sandbox's.
+        """
+        if workspace is None:
+            workspace = workspace_override()  # a cron job's recorded workspace, for instance
         ws = Path(workspace).resolve() if workspace is not None else self.workspace
         home = Path(os.environ.get("HOME") or os.path.expanduser("~"))
         hidden = self.hidden_paths()
