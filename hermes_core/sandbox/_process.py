@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ._limits import Cgroup
+from ._cgroup import Cgroup
 from ._tree import SIGKILL, SIGTERM, descendants, marked, signal_all, snapshot
 
 __all__ = ["SandboxProcess"]

@@ -5,24 +5,24 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import queue
 import secrets
 import subprocess
 import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from pathlib import Path
 from typing import IO, Any
 
 from ..context import workspace_override
 from ._capture import HeadTail, drain
+from ._cgroup import Cgroup, cgroup_joiner
 from ._env import child_env, git_identity
 from ._layout import Layout, SandboxRefused, build_layout, hermes_dirs
-from ._limits import Cgroup, cgroup_joiner, prlimit_argv, rlimit_setter, rlimit_values
 from ._process import SandboxProcess
+from ._rlimits import prlimit_argv, rlimit_setter, rlimit_values
 from ._settings import Limits, SandboxSettings
+from ._spawn import Spawner, feed, pidfd, wait_exit
 from ._status import BackendChoice, choose_backend
 from ._types import RunResult
 
@@ -33,60 +33,6 @@ _POLL = 0.1
 _MARKER = "HERMES_SANDBOX_RUN"
 _SIGXCPU = 24
 _OWN_CODE = Path(__file__).resolve().parents[1]  # the hermes_core package: never writable from inside
-
-
-class _Spawner:
-    """One long-lived thread that starts background processes.
-
-    bwrap's ``--die-with-parent`` is tied to the *thread* that forked it; starting long-lived processes from
-    a thread that lives as long as the sandbox keeps them alive until ``close()`` (and still ends them when
-    the host process dies).
-    """
-
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def call(self, fn: Callable[[], Any]) -> Any:
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name="hermes-sandbox-spawner", daemon=True)
-                self._thread.start()
-        future: Future[Any] = Future()
-        self._queue.put((fn, future))
-        return future.result()
-
-    def _loop(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            fn, future = item
-            try:
-                future.set_result(fn())
-            except BaseException as exc:  # handed back to the caller
-                future.set_exception(exc)
-
-    def close(self) -> None:
-        with self._lock:
-            if self._thread is not None:
-                self._queue.put(None)
-                self._thread = None
-
-
-def _wait_exit(popen: subprocess.Popen[bytes], pidfd: int | None, timeout: float) -> bool:
-    """Wait up to ``timeout`` seconds for ``popen`` to exit (and reap it); True when it has."""
-    if pidfd is None:
-        try:
-            popen.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return False
-        return True
-    import select
-
-    select.select([pidfd], [], [], timeout)
-    return popen.poll() is not None
 
 
 class Sandbox:
@@ -111,7 +57,7 @@ class Sandbox:
         self._git: dict[str, str] | None = None
         self._live: set[SandboxProcess] = set()
         self._lock = threading.Lock()
-        self._spawner = _Spawner()
+        self._spawner = Spawner()
         self._closed = False
         _remember(self)
 
@@ -362,11 +308,11 @@ class Sandbox:
         for reader in readers:
             reader.start()
         if input is not None and proc.popen.stdin is not None:
-            threading.Thread(target=_feed, args=(proc.popen.stdin, input), daemon=True).start()
+            threading.Thread(target=feed, args=(proc.popen.stdin, input), daemon=True).start()
         timed_out = False
         limit = kill_note = ""
         leftovers = False
-        pidfd = _pidfd(proc.pid)
+        fd = pidfd(proc.pid)
         deadline = started + timeout if timeout else None
         try:
             while True:
@@ -377,7 +323,7 @@ class Sandbox:
                         timed_out = True
                         kill_note = proc.terminate(grace)
                         break
-                if _wait_exit(proc.popen, pidfd, wait):
+                if wait_exit(proc.popen, fd, wait):
                     break
                 limit = self._over_limit(proc, lim)
                 if limit:
@@ -388,8 +334,8 @@ class Sandbox:
             proc.release()
             raise
         finally:
-            if pidfd is not None:
-                os.close(pidfd)
+            if fd is not None:
+                os.close(fd)
         try:
             # children that outlive the command keep its pipes open: a moment to finish, then they end
             for reader in readers:
@@ -478,21 +424,3 @@ def _close_all() -> None:
     for box in boxes:
         with contextlib.suppress(Exception):
             box.close()
-
-
-def _feed(stream: IO[bytes], data: bytes) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        stream.write(data)
-    with contextlib.suppress(OSError, ValueError):
-        stream.close()
-
-
-def _pidfd(pid: int) -> int | None:
-    opener = getattr(os, "pidfd_open", None)
-    if opener is None:
-        return None
-    try:
-        fd: int = opener(pid)
-    except OSError:
-        return None
-    return fd

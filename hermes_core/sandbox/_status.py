@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ._bwrap import BwrapBackend, probe_bwrap
+from ._cgroup import cgroup_support
 from ._landlock import LandlockBackend, probe_landlock
 from ._layout import Layout
-from ._limits import cgroup_support
 from ._types import Launch
 
 __all__ = ["GUARANTEES", "LIMITATIONS", "Backend", "BackendChoice", "NoneBackend", "choose_backend", "report"]

@@ -14,7 +14,7 @@ from sandbox_stage import gone, sleep_marker
 
 from hermes_core import CallContext, ToolSystem, hookimpl
 from hermes_core.sandbox import Limits, Sandbox, SandboxRefused, SandboxSettings, choose_backend, sandbox_for
-from hermes_core.sandbox._limits import cgroup_support
+from hermes_core.sandbox._cgroup import cgroup_support
 
 ALL_BACKENDS = ("bwrap", "landlock", "none")
 
