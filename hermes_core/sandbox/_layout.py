@@ -92,7 +92,7 @@ def hermes_dirs() -> list[Path]:
         ]
     except ImportError:  # platformdirs is a dependency; without it HERMES_HOME is the only place
         pass
-    return _dedupe(_real(p) for p in found)
+    return list(dict.fromkeys(_real(p) for p in found))
 
 
 def _dedupe(paths: Iterable[Path]) -> list[Path]:
@@ -205,8 +205,14 @@ def build_layout(
         raise SandboxRefused(
             "the workspace is /, so the sandbox would have no walls; choose a project folder"
         )
+    from .. import paths
+
+    hermes_home = paths.hermes_home()
+    home_root = _real(hermes_home) if hermes_home is not None else None
     for own in protected_hidden:
-        if is_within(ws, own):
+        # a workspace inside HERMES_HOME itself is fine (only the workspace is shown, not its siblings);
+        # one inside its data, cache or plugins folder is not
+        if is_within(ws, own) and own != home_root:
             raise SandboxRefused(f"the workspace {ws} lies inside hermes's own folder {own}")
     layout = Layout(home=home, workspace=ws, hermes=list(protected_hidden))
     for name in SYSTEM_DIRS:

@@ -33,9 +33,14 @@ def test_status_names_the_backend_and_what_a_command_sees(home: Path, run: Run, 
     assert f"backend: {expected.name} (configured: auto)" in text and "why:" in text
 
 
-def test_a_workspace_inside_hermes_home_is_refused(home: Path, run: Run) -> None:
-    data = json.loads(run("--workspace", str(home / "workspace"), "sandbox", "status", "--json").stdout)
+def test_a_workspace_inside_hermes_data_is_refused(home: Path, run: Run) -> None:
+    (home / "data" / "project").mkdir(parents=True)
+    data = json.loads(
+        run("--workspace", str(home / "data" / "project"), "sandbox", "status", "--json").stdout
+    )
     assert "inside hermes's own folder" in data["view"]["refused"]
+    fine = json.loads(run("--workspace", str(home / "workspace"), "sandbox", "status", "--json").stdout)
+    assert fine["view"]["workspace"] == str((home / "workspace").resolve())  # HERMES_HOME/workspace is fine
 
 
 def test_backend_none_is_a_doctor_warning(home: Path, run: Run, tmp_path: Path) -> None:

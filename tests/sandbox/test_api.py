@@ -238,3 +238,22 @@ def test_one_off_views_leave_no_private_folders(tmp_path: Path, monkeypatch: pyt
     finally:
         box.close()
     assert list(scratch.iterdir()) == []
+
+
+def test_the_plugin_testing_fixture_workspace_inside_hermes_home_works(
+    make_tool_system: Any, hermes_home: Path, backend: str
+) -> None:
+    (hermes_home / "config.toml").write_text("# hermes-config-marker\n")
+    system = make_tool_system(_LineCount(), config={"sandbox": {"backend": backend}})
+    workspace = hermes_home / "workspace"
+    (workspace / "notes.txt").write_text("one\n")
+    assert system.call("count_lines", {"path": "notes.txt"}) == f"1 notes.txt (exit 0, {backend})"
+    out = sandbox_for(system).run(
+        [
+            "bash",
+            "-c",
+            f"cat {hermes_home}/config.toml; mkdir -p {hermes_home}/plugins && touch {hermes_home}/plugins/x.py",
+        ]
+    )
+    assert "hermes-config-marker" not in out.output
+    assert not (hermes_home / "plugins" / "x.py").exists()
