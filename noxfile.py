@@ -61,6 +61,7 @@ def bench(session: nox.Session) -> None:
         "bench_pipeline.py",
         "bench_async.py",
         "bench_redact.py",
+        "bench_sandbox.py",
     ):
         session.run("python", f"benchmarks/{script}")
     session.run("python", "benchmarks/bench_agent.py")

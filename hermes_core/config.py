@@ -21,6 +21,9 @@ blocked = ["hermes-weather"]
 [plugins.ratelimit]               # each plugin's own section, read with CallContext.plugin_config()
 redis_url = { env = "RATELIMIT_REDIS_URL" }   # secrets may point at an env var or a file
 [approvals]                       # see hermes_core.security: policy and the "always" allowlist
+[sandbox]                         # where commands run: see hermes_core.sandbox
+backend = "auto"                  # auto | bwrap | landlock | none
+network = "on"
 [mcp.servers.files]
 command = "mcp-server-files"
 args = ["--root", "."]
@@ -107,6 +110,17 @@ _SHAPE: dict[str, Any] = {
         },
     },
     "agent": {"toolsets": _LIST_OF_STR, "max_turns": int, "system_prompt": str},
+    "sandbox": {
+        "backend": str,
+        "network": str,
+        "pass_env": _LIST_OF_STR,
+        "env": dict,
+        "read_only": _LIST_OF_STR,
+        "read_write": _LIST_OF_STR,
+        "home_toolchains": _LIST_OF_STR,
+        "limits": {"memory_mb": int, "max_processes": int, "cpu_seconds": int, "max_file_mb": int},
+        "tools": {"*": {"network": str}},
+    },
 }
 
 

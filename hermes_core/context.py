@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -11,11 +13,30 @@ from .errors import ToolError
 if TYPE_CHECKING:
     from .system import ToolSystem
 
-__all__ = ["ApprovalDenied", "CallContext", "Guard"]
+__all__ = ["ApprovalDenied", "CallContext", "Guard", "calls_in_workspace", "workspace_override"]
 
 AskUser = Callable[[str, Sequence[str] | None], str]
 T = TypeVar("T")
 _unbound_stash: Any = None  # the stash of contexts made without a system (tests, scripts)
+_WORKSPACE: ContextVar[Path | None] = ContextVar("hermes_workspace", default=None)
+
+
+def workspace_override() -> Path | None:
+    """The workspace set by an enclosing ``calls_in_workspace`` block, if any."""
+    return _WORKSPACE.get()
+
+
+@contextlib.contextmanager
+def calls_in_workspace(path: str | Path) -> Iterator[Path]:
+    """Tool calls made inside this block (same thread or task) run in ``path`` instead of the system's
+    workspace: their ``context.workspace``, the path guard's and the sandbox's walls. Cron jobs use it to
+    run where they were created."""
+    resolved = Path(path).expanduser().resolve()
+    token = _WORKSPACE.set(resolved)
+    try:
+        yield resolved
+    finally:
+        _WORKSPACE.reset(token)
 
 
 class ApprovalDenied(ToolError):

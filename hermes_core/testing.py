@@ -10,6 +10,13 @@ Fixtures:
 - ``tool_system``: ``make_tool_system()`` with no plugins, for tests that register tools themselves.
 - ``call_tool(system, name, arguments)``: run a call through the real pipeline and return the ``CallOutcome``.
 
+Helpers for security tests (plain functions, never reachable by a model):
+
+- ``unguarded(system)``: switch the command and path guards and every approval off for that system, so a
+  test can prove what the sandbox alone stops.
+- ``processes_with_arg(arg)``: host pids of live processes with ``arg`` as one of their arguments (use a
+  unique one, e.g. ``sleep 60.<random digits>``), to prove nothing outlived a call.
+
 ```python
 import my_plugin
 
@@ -22,6 +29,7 @@ def test_my_tool(make_tool_system, call_tool):
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +39,7 @@ import pytest
 from .decisions import CallOutcome
 from .system import ToolSystem
 
-__all__ = ["call_tool", "hermes_home", "make_tool_system", "tool_system"]
+__all__ = ["call_tool", "hermes_home", "make_tool_system", "processes_with_arg", "tool_system", "unguarded"]
 
 _SELECTION_VARS = (
     "HERMES_LOAD_PLUGINS",
@@ -84,3 +92,44 @@ def call_tool() -> Callable[..., CallOutcome]:
         return system.call_outcome(name, arguments, **kwargs)
 
     return run
+
+
+class _NoGuard:
+    """A security gate that allows everything: commands, paths and approvals (tests only)."""
+
+    def guard_command(self, command: str, context: Any) -> Any:
+        from .security import CommandVerdict
+
+        return CommandVerdict(command)
+
+    def guard_path(self, path: str | Path, op: str, context: Any) -> Path:
+        raw = Path(path).expanduser()
+        return Path(os.path.realpath(raw if raw.is_absolute() else Path(context.workspace) / raw))
+
+    def request_approval(self, kind: str, subject: str, reason: str, context: Any) -> None:
+        return None
+
+
+def unguarded(system: ToolSystem) -> ToolSystem:
+    """Turn ``system``'s command guard, path guard and approvals off (for tests of the sandbox alone)."""
+    system.pipeline._guard = _NoGuard()
+    return system
+
+
+def processes_with_arg(arg: str) -> list[int]:
+    """Host pids of live (non-zombie) processes that have ``arg`` as one whole argument."""
+    wanted = arg.encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        if wanted in argv and stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X"):
+            found.append(int(name))
+    return found

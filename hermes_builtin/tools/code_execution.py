@@ -1,8 +1,9 @@
 """The "code_execution" toolset: ``execute_code`` runs a Python script that may call the other tools.
 
-The script runs in a child Python (``-I`` isolated mode, see ``_code_sandbox``) in the workspace, in its
-own process group, with the terminal tool's environment scrubbing, limits on memory, CPU time, file size
-and processes, a wall-clock timeout that kills the whole group, and capped stdout/stderr. It reaches the
+The script runs in a child Python (``-I`` isolated mode, see ``_code_sandbox``) in the tool system's
+sandbox (``hermes_core.sandbox``): the workspace is all it can write, the host's secrets and processes are
+out of reach, its environment is scrubbed, and memory, CPU time, file size, processes, a wall-clock
+timeout and stdout/stderr caps apply to its whole process tree. It reaches the
 tools through a generated ``hermes_tools`` module over a private Unix socket (``_code_bridge``); every
 such call goes through the caller's pipeline (validation, hooks, guards, approvals), limited to the tools
 enabled for the model in this conversation, minus ``execute_code`` and ``clarify``.
@@ -154,9 +155,13 @@ def _notes(
             f"timed out after {seconds}s: the script and its child processes were {run.kill_note or 'killed'}"
         )
     if run.too_many_processes:
-        notes.append(f"killed: the script's process group grew past {settings['max_processes']} processes")
+        notes.append(f"killed: the script started more than {settings['max_processes']} processes at once")
+    sig = 0
     if run.exit_code is not None and run.exit_code < 0:
         sig = -run.exit_code
+    elif run.exit_code is not None and 128 < run.exit_code <= 128 + 64:
+        sig = run.exit_code - 128  # the sandbox reports a signal as 128+N, as a shell does
+    if sig:
         try:
             name = signal.Signals(sig).name
         except ValueError:
@@ -201,9 +206,10 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
     import json
     import shutil
 
+    from hermes_core.sandbox import sandbox_for
+
     from ._code_bridge import ToolBridge
-    from ._code_sandbox import Limits, run_script
-    from ._procs import scrub_env
+    from ._code_sandbox import ScriptLimits, run_script
 
     system = context.system
     if system is None:
@@ -235,7 +241,7 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
     try:
         bridge = ToolBridge(directory, runner, allowed, settings["max_tool_calls"])
         _write_files(directory, code, bridge, system)
-        limits = Limits(
+        limits = ScriptLimits(
             timeout=float(seconds),
             memory_mb=settings["max_memory_mb"],
             max_processes=settings["max_processes"],
@@ -244,9 +250,9 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
         bridge.start()
         try:
             run = run_script(
+                sandbox_for(context),
                 directory,
                 cwd=Path(context.workspace),
-                env=scrub_env(os.environ),
                 limits=limits,
                 stdout_cap=settings["max_stdout_chars"],
                 stderr_cap=settings["max_stderr_chars"],

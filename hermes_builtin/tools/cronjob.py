@@ -4,6 +4,13 @@ Jobs live in ``<data dir>/cronjob/jobs.json`` (atomic writes under a file lock).
 (``tool`` + ``arguments``) through the tool system's pipeline, so hooks, guards and size limits apply; its
 calls use the session id ``cron-<job id>``.
 
+A job records where and by whom it was made: its ``workspace``, the tools its creator could use
+(``selection``) and its ``creator`` (session and call). It runs in that workspace (file tools, guards and
+the sandbox all see it, not the runner's directory) and may call only those tools. A job whose tool runs
+commands (``terminal``, ``execute_code``) needs a human's approval to be created, since it will run later
+with nobody watching; headless hosts are refused unless ``[plugins.cronjob] commands = "allow"``. Its
+command is judged again by the guard each time it runs.
+
 Schedules (all times UTC):
 
 - ``every:<N><s|m|h|d>``, e.g. ``every:30m``: every N units, at least one minute; the next run is counted
@@ -48,6 +55,7 @@ MAX_RESULT = 2_000
 MIN_INTERVAL = 60
 MAX_INTERVAL = 366 * 86_400
 FORBIDDEN_TOOLS = frozenset({"cronjob", "clarify"})
+COMMAND_TOOLS = frozenset({"terminal", "execute_code"})
 _EVERY = re.compile(r"^every:\s*(\d{1,9})\s*([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 
@@ -175,17 +183,47 @@ def _check_tool(context: CallContext, tool: str, arguments: dict[str, Any]) -> N
     if tool in FORBIDDEN_TOOLS:
         raise ToolError(f"a job cannot call {tool!r}")
     system = context.system
-    if system is None:
-        return
-    entry = system.registry.get(tool)
-    if entry is None:
+    entry = system.registry.get(tool) if system is not None else None
+    if system is not None and entry is None:
         raise ToolError(f"unknown tool {tool!r}")
+    if context.enabled is not None and tool not in context.enabled:
+        raise ToolError(f"a job cannot call {tool!r}: it is not among the tools of this conversation")
+    if entry is None:
+        return
     from hermes_core.schema import ToolArgumentError, parse_tool_arguments
 
     try:
         parse_tool_arguments(entry.schema, arguments)
     except ToolArgumentError as exc:
         raise ToolError(f"the arguments do not fit {tool!r}: {exc}") from None
+
+
+def _approve_command_job(context: CallContext, tool: str, arguments: dict[str, Any], workspace: str) -> None:
+    """A job that runs commands needs a human's yes (or ``[plugins.cronjob] commands = "allow"``)."""
+    import json
+
+    if tool not in COMMAND_TOOLS:
+        return
+    reason = f"schedules a {tool} call that will run later, unattended, in {workspace}"
+    command = arguments.get("command")
+    if tool == "terminal" and isinstance(command, str):
+        from hermes_core.security import classify_command
+
+        verdict = classify_command(command, workspace=workspace)
+        if verdict.hardline:
+            raise ToolError(f"a job cannot run this command: it is never allowed ({verdict.reason})")
+        if verdict.dangerous:
+            reason += (
+                f"; the command is dangerous ({verdict.reason}) and will need approval again when it runs"
+            )
+    try:
+        settings = context.plugin_config(TOOLSET)
+    except Exception:
+        settings = {}
+    if isinstance(settings, dict) and settings.get("commands") == "allow":
+        return
+    subject = f"cron {tool} in {workspace}: {json.dumps(arguments, sort_keys=True, ensure_ascii=False)}"
+    context.request_approval(subject, reason, "cron")
 
 
 def cronjob(
@@ -214,6 +252,8 @@ def cronjob(
         norm = parse_schedule(schedule)
         args = arguments or {}
         _check_tool(context, tool, args)
+        workspace = str(Path(context.workspace).resolve())
+        _approve_command_job(context, tool, args, workspace)
         now = time.time()
         job: dict[str, Any] = {
             "id": os.urandom(4).hex(),
@@ -228,6 +268,9 @@ def cronjob(
             "last_status": None,
             "last_result": None,
             "run_count": 0,
+            "workspace": workspace,
+            "selection": sorted(context.enabled) if context.enabled is not None else None,
+            "creator": {"session": context.session_id, "call": context.call_id, "at": now},
         }
         with update_json(path, None) as box:
             jobs = _jobs(box[0])
@@ -264,6 +307,9 @@ def cronjob(
                 new_tool = tool if tool is not None else job["tool"]
                 new_args = arguments if arguments is not None else job.get("arguments", {})
                 _check_tool(context, new_tool, new_args)
+                _approve_command_job(
+                    context, new_tool, new_args, str(job.get("workspace") or context.workspace)
+                )
                 job["tool"], job["arguments"] = new_tool, new_args
             if new_schedule is not None:
                 job["schedule"] = new_schedule
@@ -307,11 +353,30 @@ def _run_now(context: CallContext, job_id: str) -> str:
         if not got:
             raise ToolError(f"job {job_id} is running right now; try again later")
         started = time.time()
-        outcome = system.call_outcome(
-            job["tool"], dict(job.get("arguments") or {}), session_id=f"cron-{job_id}"
+        status, result = _call_job(system, job)
+        _record(data_dir, job_id, started, status, result)
+    return f"Ran job {job_id} ({job['tool']}): {status}\n{_cut(result)}"
+
+
+def _call_job(system: ToolSystem, job: dict[str, Any]) -> tuple[str, str]:
+    """Run a job's call in its recorded workspace, limited to its recorded tools: ``(status, result)``."""
+    from hermes_core.sandbox import calls_in_workspace
+
+    workspace = job.get("workspace")
+    if not isinstance(workspace, str) or not workspace:
+        return (
+            "error",
+            "this job has no recorded workspace (made by an older version); remove and re-create it",
         )
-        _record(data_dir, job_id, started, outcome.status, outcome.result)
-    return f"Ran job {job_id} ({job['tool']}): {outcome.status}\n{_cut(outcome.result)}"
+    if not Path(workspace).is_dir():
+        return "error", f"the job's workspace {workspace} no longer exists"
+    selection = job.get("selection")
+    enabled = tuple(selection) if isinstance(selection, list) else None
+    with calls_in_workspace(workspace):
+        outcome = system.call_outcome(
+            job["tool"], dict(job.get("arguments") or {}), enabled=enabled, session_id=f"cron-{job['id']}"
+        )
+    return outcome.status, outcome.result
 
 
 def _claim(data_dir: Path, job_id: str, now: float) -> dict[str, Any] | None:
@@ -361,10 +426,7 @@ def run_due_jobs(system: ToolSystem, now: float | None = None) -> list[JobRun]:
                 continue
             started = time.perf_counter()
             try:
-                outcome = system.call_outcome(
-                    claimed["tool"], dict(claimed.get("arguments") or {}), session_id=f"cron-{claimed['id']}"
-                )
-                status, result = outcome.status, outcome.result
+                status, result = _call_job(system, claimed)
             except Exception as exc:  # call_outcome should never raise; keep the scheduler alive if it does
                 status, result = "error", f"the scheduler could not run the call: {type(exc).__name__}"
             duration = (time.perf_counter() - started) * 1000

@@ -1,8 +1,10 @@
 """The "terminal" toolset: ``terminal`` runs shell commands, ``process`` manages background ones.
 
-Commands pass the command guard (and approval when dangerous); files they redirect output into pass the
-path guard for writing. Each command runs with bash in its own process group, with secret-looking
-environment variables removed, its output capped (head and tail kept) and a timeout that kills the group.
+Commands pass the command guard (and approval when dangerous), judged in the directory they run in; files
+they redirect output into pass the path guard for writing. Then each command runs with bash in the tool
+system's sandbox (``hermes_core.sandbox``): the workspace is all it can write, the host's secrets and
+processes are out of reach, its environment is scrubbed, its output capped (head and tail kept) and its
+whole process tree ends at the timeout.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ if TYPE_CHECKING:
 
 __all__ = ["close_processes", "register", "scan_command", "write_targets"]
 
+_TABLE_KEY = "terminal.processes"
+
 DEFAULT_TIMEOUT = 180
 MAX_TIMEOUT = 3600
 DEFAULT_OUTPUT_CHARS = 40_000
@@ -31,7 +35,9 @@ TERMINAL_SCHEMA: dict[str, Any] = {
         "workspace unless `cwd` is given; stdin is closed, so use non-interactive flags (-y, --no-pager). "
         "Output is capped (head and tail kept). Foreground commands are killed with their children at "
         "`timeout`. For servers or long jobs set background=true: you get a process id to use with the "
-        "`process` tool. Prefer read_file/search_files/patch over cat/grep/sed for files."
+        "`process` tool. Prefer read_file/search_files/patch over cat/grep/sed for files. Commands run in a "
+        "sandbox: the workspace (and a private /tmp) is writable, system folders are read-only, and the rest "
+        "of the home folder and other processes are out of reach."
     ),
     "parameters": {
         "type": "object",
@@ -258,13 +264,40 @@ def _resolve_cwd(context: CallContext, cwd: str | None) -> Path:
 
 
 def _table(context: CallContext) -> ProcessTable:
-    from ._procs import table_for
+    from ._procs import ProcessTable
 
-    table = table_for(context.system, Path(context.data_dir) / "processes")
+    table = context.stash(_TABLE_KEY, lambda: ProcessTable(Path(context.data_dir) / "processes"))
     cap = _settings(context).get("max_log_bytes")
     if isinstance(cap, int) and cap > 0:
         table.log_cap_bytes = cap
     return table
+
+
+def _guarded_text(command: str, workdir: Path, workspace: Path) -> str:
+    """The command as the guard must judge it: run from ``workdir``, so relative paths mean what they will."""
+    import shlex
+
+    if workdir == workspace:
+        return command
+    return f"cd -- {shlex.quote(str(workdir))} && {command}"
+
+
+def _limits(settings: dict[str, Any], output_bytes: int) -> Any:
+    from hermes_core.sandbox import Limits
+
+    def positive(key: str, default: int | None = None) -> int | None:
+        value = settings.get(key, default)
+        if value is None:
+            return None
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ToolError(f"config [plugins.terminal] {key} must be a positive integer, not {value!r}")
+        return value
+
+    return Limits(
+        memory_mb=positive("max_memory_mb", _default_memory_mb()),
+        max_processes=positive("max_processes"),
+        max_output_bytes=output_bytes,
+    )
 
 
 def terminal(
@@ -277,7 +310,7 @@ def terminal(
     context: CallContext,
 ) -> str:
     """Run ``command`` (see ``TERMINAL_SCHEMA``)."""
-    from ._procs import run_foreground, scrub_env, shell_argv
+    from hermes_core.sandbox import sandbox_for
 
     if not command.strip():
         raise ToolError("command is empty")
@@ -285,29 +318,48 @@ def terminal(
         raise ToolError("command contains a NUL byte")
     if len(command) > 100_000:
         raise ToolError("command is longer than 100000 characters; write a script file and run that instead")
-    context.guard_command(command)
     workdir = _resolve_cwd(context, cwd)
+    context.guard_command(_guarded_text(command, workdir, Path(context.workspace)))
     _guard_writes(context, command, workdir)
     settings = _settings(context)
-    child_env = scrub_env(os.environ, env)
-    argv = shell_argv(
-        command,
-        max_memory_mb=settings.get("max_memory_mb", _default_memory_mb()),
-        max_processes=settings.get("max_processes"),
-    )
+    limit = int(settings.get("max_output_chars", DEFAULT_OUTPUT_CHARS))
+    limits = _limits(settings, limit)
+    box = sandbox_for(context)
+    argv = ["bash", "-c", command]
     if background:
+        table = _table(context)
+
+        def start() -> Any:
+            return box.start(
+                argv,
+                cwd=workdir,
+                workspace=context.workspace,
+                env=env,
+                limits=limits,
+                tool="terminal",
+                background=True,
+            )
+
         try:
-            bg = _table(context).start(argv, command=command, cwd=workdir, env=child_env)
+            bg = table.add(command, workdir, start)
         except OSError as exc:
             raise ToolError(f"could not start the command: {exc.strerror or exc}") from None
         return (
             f"started in the background: process_id={bg.id} (pid {bg.proc.pid}). "
             f'Use process with action "poll", "log", "wait" or "kill" and this process_id.'
         )
-    limit = int(settings.get("max_output_chars", DEFAULT_OUTPUT_CHARS))
     seconds = timeout if timeout is not None else int(settings.get("timeout", DEFAULT_TIMEOUT))
+    seconds = _within_pipeline_limit(context, seconds)
     try:
-        result = run_foreground(argv, cwd=workdir, env=child_env, timeout=seconds, max_output_bytes=limit)
+        result = box.run(
+            argv,
+            cwd=workdir,
+            workspace=context.workspace,
+            env=env,
+            timeout=seconds,
+            limits=limits,
+            tool="terminal",
+        )
     except OSError as exc:
         raise ToolError(f"could not start the command: {exc.strerror or exc}") from None
     lines = [result.output.rstrip("\n")] if result.output.strip() else ["(no output)"]
@@ -316,15 +368,34 @@ def terminal(
             f"[timed out after {seconds}s: the command and its children were {result.kill_note or 'killed'}. "
             "Use background=true for long-running commands.]"
         )
+    elif result.limit == "processes":
+        lines.append(
+            f"[killed: the command started more than {limits.max_processes} processes at once "
+            f"({result.kill_note})]"
+        )
     else:
         lines.append(f"[exit code {result.exit_code}; {result.duration:.2f}s]")
+    if result.limit == "memory":
+        lines.append("[a process was killed for using more memory than the limit allows]")
     if result.leftovers_killed:
         lines.append(
             "[background children left by the command were killed; use background=true to keep them]"
         )
-    if result.omitted_bytes:
-        lines.append(f"[output capped: {result.omitted_bytes} bytes omitted from the middle]")
+    if result.omitted:
+        lines.append(f"[output capped: {result.omitted} bytes omitted from the middle]")
     return "\n".join(lines)
+
+
+def _within_pipeline_limit(context: CallContext, seconds: int) -> int:
+    """``seconds``, lowered below a per-tool pipeline timeout the configuration sets, so the command is
+    ended cleanly (with its output) before the pipeline gives up on the call."""
+    system = context.system
+    if system is None:
+        return seconds
+    cap = system.config.tool_limits(context.tool_name or "terminal").get("timeout")
+    if isinstance(cap, int | float) and not isinstance(cap, bool) and cap > 0 and seconds > cap - 1:
+        return max(1, int(cap) - 1)
+    return seconds
 
 
 def _require(table: ProcessTable, process_id: str | None) -> BackgroundProcess:
@@ -338,7 +409,7 @@ def _require(table: ProcessTable, process_id: str | None) -> BackgroundProcess:
 
 
 def _lines(bg: BackgroundProcess) -> list[str]:
-    from ._procs import strip_ansi
+    from hermes_core.sandbox import strip_ansi
 
     text = strip_ansi(bg.spool.read().decode("utf-8", "replace"))
     return text.splitlines()
@@ -399,10 +470,9 @@ def process(
 
 
 def close_processes(system: Any = None) -> None:
-    """Kill the process groups of every background process started through ``system``."""
-    from ._procs import close_processes as _close
-
-    _close(system)
+    """Kill the process trees of every background process started through ``system``."""
+    if system is not None:
+        system.unstash(_TABLE_KEY)  # its cleanup kills them
 
 
 def register(registry: ToolRegistry) -> None:
@@ -415,6 +485,7 @@ def register(registry: ToolRegistry) -> None:
         check_fn=_check,
         emoji="💻",
         max_result_size_chars=60_000,
+        timeout=MAX_TIMEOUT + 30,  # the command's own timeout (up to MAX_TIMEOUT) ends it first, cleanly
     )
     registry.register(
         name="process",
@@ -424,4 +495,5 @@ def register(registry: ToolRegistry) -> None:
         check_fn=_check,
         emoji="⚙️",
         max_result_size_chars=60_000,
+        timeout=MAX_TIMEOUT + 30,  # "wait" may block up to MAX_TIMEOUT
     )

@@ -13,6 +13,7 @@ from ._call import EXIT_CODES, call_command
 from ._config_cmd import config_group
 from ._mcp import mcp_group
 from ._plugins import plugins_group
+from ._sandbox import sandbox_group
 from ._state import ConfigFailure, State, current_system, get_state
 from ._tools import tools_group
 from ._toolsets import schema_group, toolsets_command
@@ -34,6 +35,7 @@ cli.add_command(chat_command)
 cli.add_command(run_command)
 cli.add_command(approvals_group)
 cli.add_command(mcp_group)
+cli.add_command(sandbox_group)
 
 
 def main() -> None:

@@ -431,6 +431,16 @@ def _mcp_problems(system: ToolSystem) -> list[Problem]:
     return mcp_problems(system)
 
 
+def _sandbox_problems(system: ToolSystem) -> list[Problem]:
+    """Which sandbox runs commands and why; no sandbox at all is an error, an explicit "none" a warning."""
+    from ..sandbox._diagnose import diagnose
+
+    return [
+        Problem(d.severity, "sandbox", "sandbox", d.message, d.fix)
+        for d in diagnose(system.config, system.workspace)
+    ]
+
+
 def run_doctor(system: ToolSystem, *, timeout: float = 30.0) -> DoctorReport:
     """Check every plugin the system saw and return the plugins with their problems."""
     from .. import __version__
@@ -488,6 +498,7 @@ def run_doctor(system: ToolSystem, *, timeout: float = 30.0) -> DoctorReport:
     report.problems.extend(_disabled_problems(system))
     report.problems.extend(_mcp_problems(system))
     report.problems.extend(_override_problems(system))
+    report.problems.extend(_sandbox_problems(system))
     for row in report.plugins:
         row["problems"] = sum(1 for p in report.problems if p.plugin == row["name"] and p.severity != "info")
     return report

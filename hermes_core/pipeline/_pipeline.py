@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._trace import trace, trace_enabled
 from ..context import ApprovalDenied, CallContext
+from ..context import workspace_override as _workspace_override
 from ..decisions import Block, CallOutcome, RequireApproval, Rewrite, Status, ToolOutput
 from ..errors import ToolError
 from ..registry import ToolEntry
@@ -415,7 +416,7 @@ class Pipeline:
         return CallContext(
             call_id=call_id,
             session_id=session_id or system.session_id,
-            workspace=system.workspace,
+            workspace=_workspace_override() or system.workspace,
             tool_name=str(name),
             system=system,
             ask_user=system.ask_user,

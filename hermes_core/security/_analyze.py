@@ -32,7 +32,7 @@ from ._shell import parse as parse_shell
 from ._targets import UNKNOWN, credential_path, deletion_risk, normalize, write_risk
 from ._verdicts import Finding
 
-__all__ = ["Analyzer", "Stage", "command_name"]
+__all__ = ["OWN_PID", "Analyzer", "Stage", "command_name"]
 
 SHELLS = frozenset(
     {
@@ -114,6 +114,7 @@ _LOOP_HEAD = re.compile(r"^\s*(?:(?:then|else|do|!)\s+)*(while|until)\s")
 _LOOP_END = re.compile(r"^\s*done\b")
 _ALWAYS = {"while": ("true", ":", "[ 1 ]", "test 1", "((1))"), "until": ("false", "! :", "! true")}
 _MAX_WRITTEN = 16
+OWN_PID = UNKNOWN + "own-pid"  # the value of a variable holding $! or $$ (known only at run time)
 
 
 GLOB_NAMES: list[str] = list(_KNOWN_NAMES)  # the rules module appends every command it has a rule for
@@ -214,7 +215,7 @@ class Ctx:
 class Analyzer:
     """Collects findings for one command string (and everything it runs)."""
 
-    def __init__(self, workspace: str | None) -> None:
+    def __init__(self, workspace: str | None, cwd: str | None = None) -> None:
         self.workspace = workspace
         self.findings: list[Finding] = []
         self.vars: dict[str, str] = {}
@@ -223,6 +224,9 @@ class Analyzer:
         self.downloaded: set[str] = set()
         self.written: dict[str, str] = {}
         self.cwd: str | None = None
+        if cwd is not None and (workspace is None or normalize(cwd) != normalize(workspace)):
+            self.chdir(cwd)
+        self.own_pid_vars: set[str] = set()  # variables holding $! or $$: the command's own processes
         self.socket_open = False
         self.depth = 0
 
@@ -398,6 +402,10 @@ class Analyzer:
                 name = m.group().rstrip("+=").split("[")[0]
                 rest = Word([Piece("lit", first.text[m.end() :], True), *word.pieces[1:]], word.raw)
                 fields, _dyn, taints, names = self.expand(rest)
+                if (names and names <= {"!", "$"}) or fields == [OWN_PID]:
+                    self.own_pid_vars.add(name)
+                else:
+                    self.own_pid_vars.discard(name)
                 values = [" ".join(fields)]
                 for item in cmd.array_values.get(index, []):
                     values.append(" ".join(self.expand(item)[0]))
@@ -419,6 +427,9 @@ class Analyzer:
         ctx.stdin_text = stdin
         if not argv:
             self.vars.update(assigns)
+            for name in assigns:
+                if name in self.own_pid_vars:
+                    self.vars[name] = OWN_PID  # $! or $$ kept: later kills of it stay in its own tree
             stage = Stage(name="")
             self._redirects(cmd.redirects, cmd.raw, stage)
             return stage

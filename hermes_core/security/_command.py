@@ -29,8 +29,14 @@ def normalize_command(cmd: str) -> str:
     return text.strip()
 
 
-def classify_command(cmd: str, *, workspace: str | Path | None = None) -> CommandVerdict:
-    """Judge a shell command: ``.dangerous``, ``.hardline`` (never approvable), ``.findings`` and ``.reasons``."""
+def classify_command(
+    cmd: str, *, workspace: str | Path | None = None, cwd: str | Path | None = None
+) -> CommandVerdict:
+    """Judge a shell command: ``.dangerous``, ``.hardline`` (never approvable), ``.findings`` and ``.reasons``.
+
+    ``workspace`` is the project folder; ``cwd`` the directory the command will run in (default: the
+    workspace): relative paths are judged from there, so ``rm -rf *`` in ``/usr`` is what it is.
+    """
     if not isinstance(cmd, str):
         raise TypeError(f"command must be a str, not {type(cmd).__name__}")
     if len(cmd) > MAX_COMMAND_CHARS * 4:
@@ -66,7 +72,8 @@ def classify_command(cmd: str, *, workspace: str | Path | None = None) -> Comman
     from ._protected import roots_snapshot
 
     ws = os.path.normpath(os.fspath(workspace)) if workspace is not None else None
-    analyzer = Analyzer(ws)
+    where = os.path.normpath(os.fspath(cwd)) if cwd is not None else None
+    analyzer = Analyzer(ws, where)
     try:
         with roots_snapshot():  # hermes's own state, resolved once for the whole command
             analyzer.script(script)

@@ -12,6 +12,7 @@ from ._analyze import (
     ENV_SETUP_TOOLS,
     INTERPRETERS,
     NET_TOOLS,
+    OWN_PID,
     SENDERS,
     SHELLS,
     Analyzer,
@@ -752,7 +753,7 @@ def _xargs(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
         )
     else:
         items = list(up.paths) if up is not None else []
-    taints = set(ctx.taints) | ({"pids"} if up is not None and "pids" in up.produces else set())
+    taints = set(ctx.taints) | ({"pids"} if up is not None and "pids" in up.produces else set()) | {"xargs"}
     runs = [[a.replace(replace, item) for a in inner] for item in items[:_XARGS_ITEMS]] if replace else []
     if not runs:
         runs = [[a.replace(replace, UNKNOWN) for a in inner] if replace else inner + items]
@@ -1044,6 +1045,24 @@ def _perms(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
             az.add("permissions", ctx.part, f"{name} changes {t}")
 
 
+_OWN_PID_VARS = frozenset({"!", "$"})  # the last background job and the shell itself: its own tree
+
+
+def _arg_vars(argv: list[str], ctx: Ctx) -> list[set[str]]:
+    """The variables each word of ``argv`` was expanded from (wrappers stripped from the front)."""
+    tail = ctx.fields[len(ctx.fields) - len(argv) :] if len(ctx.fields) >= len(argv) else []
+    return [set(names) for _, names, _ in tail] if len(tail) == len(argv) else [set() for _ in argv]
+
+
+def _own_target(az: Analyzer, target: str, names: set[str]) -> bool:
+    """Whether a kill target is one of the command's own processes (a job, ``$!``, ``$$``, its group)."""
+    if target.startswith("%") or target in ("0", "-0") or target.lstrip("-") == OWN_PID:
+        return True
+    if UNKNOWN in target:
+        return bool(names) and names <= _OWN_PID_VARS
+    return False
+
+
 @rule("kill", "pkill", "killall", "killall5", "skill", "slay")
 def _kill(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
     name = argv[0].rsplit("/", 1)[-1]
@@ -1052,27 +1071,42 @@ def _kill(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
         az.add("kill_all", ctx.part, "signals every process", True)
         return
     if name == "kill":
-        targets: list[str] = []
+        feed = "xargs" in ctx.taints  # the process ids come from its input
+        names = _arg_vars(argv, ctx)[1:]
+        targets: list[tuple[str, set[str]]] = []
+        signal = ""
         i = 0
         while i < len(args):
             a = args[i]
             if a in ("-s", "-n", "--signal"):
+                signal = args[i + 1] if i + 1 < len(args) else ""
                 i += 2
                 continue
             if a == "--":
-                targets.extend(args[i + 1 :])
+                targets.extend(zip(args[i + 1 :], names[i + 1 :], strict=False))
                 break
-            if i == 0 and re.fullmatch(r"-(\d+|[A-Za-z]+[A-Za-z0-9+-]*)", a) and len(args) > 1:
+            if i == 0 and re.fullmatch(r"-(\d+|[A-Za-z]+[A-Za-z0-9+-]*)", a) and (len(args) > 1 or feed):
+                signal = a[1:]
                 i += 1
                 continue
             if a in ("-l", "-L"):
                 return
-            targets.append(a)
+            targets.append((a, names[i] if i < len(names) else set()))
             i += 1
-        if "-1" in targets or "1" in targets:
+        plain = [t for t, _ in targets]
+        if "-1" in plain or "1" in plain:
             az.add("kill_all", ctx.part, "signals every process (or init)", True)
         elif "pids" in ctx.taints:
             az.add("kill_all", ctx.part, "signals every process listed by ps", True)
+        elif signal not in ("0", "SIG0") and feed and not targets:
+            az.add("signal_process", ctx.part, "signals the processes its input names, not ones it started")
+        elif signal not in ("0", "SIG0") and any(not _own_target(az, t, n) for t, n in targets):
+            foreign = next(t for t, n in targets if not _own_target(az, t, n)).replace(UNKNOWN, "$?")
+            az.add(
+                "signal_process",
+                ctx.part,
+                f"signals a process it did not start ({foreign}): only its own jobs ($!, %N, $$) are its own",
+            )
         return
     pattern_args = [a for a in args if not a.startswith("-")]
     if "-u" in args or "--user" in args:
@@ -1085,6 +1119,17 @@ def _kill(az: Analyzer, argv: list[str], ctx: Ctx, stage: Stage) -> None:
         az.add("kill_all", ctx.part, "kills processes matching everything", True)
     if any(p in ("init", "systemd", "sshd", "dbus-daemon", "launchd") for p in pattern_args):
         az.add("kill_all", ctx.part, "kills a critical system process")
+    if "-0" in args or "--signal=0" in args or name not in ("pkill", "killall", "skill", "slay"):
+        return
+    names = _arg_vars(argv, ctx)
+    parent = args.index("-P") + 1 if "-P" in args else 0
+    if parent and parent < len(args) and _own_target(az, args[parent], names[parent + 1]):
+        return  # pkill -P $$: the command's own children
+    az.add(
+        "signal_process",
+        ctx.part,
+        f"{name} signals every matching process of the user, not only the ones this command started",
+    )
 
 
 _PS_SELECT = frozenset({"pid", "ppid", "user", "sid", "tty", "group", "quick-pid", "User", "Group"})

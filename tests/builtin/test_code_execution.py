@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import socket
 import threading
 import time
@@ -17,6 +18,7 @@ import pytest
 import hermes_builtin.plugin
 from hermes_core import Block, ToolSystem, hookimpl
 from hermes_core.security import ApprovalRequest
+from hermes_core.testing import processes_with_arg
 
 
 def _load(ws: Path, config: dict[str, Any] | None = None, **kwargs: Any) -> ToolSystem:
@@ -53,30 +55,6 @@ def _run(system: ToolSystem, code: str, **kwargs: Any) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(result)
     assert "error" not in data, data
     return data
-
-
-def _live_group(pgid: int) -> list[int]:
-    """Members of process group ``pgid`` that are running (zombies waiting for a reaper do not count)."""
-    members = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            members.append(int(name))
-    return members
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
-    except OSError:
-        return False
 
 
 # -- ordinary scripts ---------------------------------------------------------------------------------
@@ -117,13 +95,14 @@ def test_syntax_error(system: ToolSystem) -> None:
     assert "SyntaxError" in data["stderr"] and '"<script>", line 2' in data["stderr"]
 
 
-def test_secret_environment_is_scrubbed(system: ToolSystem, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_secret_environment_is_scrubbed(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_SERVICE_API_KEY", "sk-very-secret")
     monkeypatch.setenv("HARMLESS_SETTING", "visible")
-    data = _run(
-        system, "import os\nprint(os.environ.get('MY_SERVICE_API_KEY'), os.environ.get('HARMLESS_SETTING'))"
-    )
-    assert data["stdout"] == "None visible\n"
+    code = "import os\nprint(os.environ.get('MY_SERVICE_API_KEY'), os.environ.get('HARMLESS_SETTING'))"
+    with _load(ws) as system:
+        assert _run(system, code)["stdout"] == "None None\n"  # an allow-list: unknown variables stay out
+    with _load(ws, {"sandbox": {"pass_env": ["HARMLESS_SETTING"]}}) as system:
+        assert _run(system, code)["stdout"] == "None visible\n"
 
 
 def test_workspace_modules_are_importable_but_do_not_shadow_the_bridge(system: ToolSystem, ws: Path) -> None:
@@ -377,40 +356,56 @@ def test_no_approval_asked_by_default(ws: Path) -> None:
 # -- hostile scripts ----------------------------------------------------------------------------------
 
 
+def _marker() -> str:
+    """A unique ``sleep`` duration: the argument finds the process on the host, whatever its pid inside."""
+    return f"60.{secrets.randbelow(10**9):09d}"
+
+
+def _gone(marker: str, seconds: float = 3.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not processes_with_arg(marker):
+            return True
+        time.sleep(0.02)
+    return False
+
+
 def test_hanging_script_is_killed_with_its_children(system: ToolSystem) -> None:
+    child, detached = _marker(), _marker()
     code = (
-        "import os, subprocess, time\n"
-        "child = subprocess.Popen(['sleep', '60'])\n"
-        "print(os.getpid(), child.pid)\n"  # buffered: the SIGTERM handler flushes it
+        "import subprocess, time\n"
+        f"subprocess.Popen(['sleep', '{child}'])\n"
+        f"subprocess.Popen(['sleep', '{detached}'], start_new_session=True)\n"
+        "print('started')\n"  # buffered: the SIGTERM handler flushes it
         "time.sleep(60)\n"
     )
     started = time.monotonic()
     data = _run(system, code, timeout=1)
     assert time.monotonic() - started < 8
     assert data["timed_out"] is True and data["exit_code"] is None
-    pgid, child = (int(x) for x in data["stdout"].split())
+    assert data["stdout"] == "started\n"
     assert "timed out after 1s" in data["notes"][0]
-    assert _live_group(pgid) == []
-    assert not _running(child)
+    assert _gone(child) and _gone(detached)
 
 
 def test_children_left_behind_are_killed(system: ToolSystem) -> None:
-    code = "import os, subprocess\nchild = subprocess.Popen(['sleep', '60'])\nprint(os.getpid(), child.pid)\n"
+    child, detached = _marker(), _marker()
+    code = (
+        "import subprocess\n"
+        f"subprocess.Popen(['sleep', '{child}'])\n"
+        f"subprocess.Popen(['sleep', '{detached}'], start_new_session=True)\n"
+    )
     data = _run(system, code)
     assert data["exit_code"] == 0 and data["timed_out"] is False
-    pgid, child = (int(x) for x in data["stdout"].split())
-    assert "child processes left running by the script were killed" in data["notes"]
-    assert _live_group(pgid) == [] and not _running(child)
+    assert _gone(child) and _gone(detached)
 
 
 def test_fork_bomb_is_contained(ws: Path) -> None:
     config = {"plugins": {"code_execution": {"max_processes": 16}}}
+    survivor = _marker()
     code = (
-        "import os, time\n"
-        "leader = os.getpid()\n"
-        "if os.fork() == 0:\n"  # a child reports the group so the test can look for survivors
-        "    print(leader, flush=True)\n"
-        "    time.sleep(60)\n"
+        "import os, subprocess, time\n"
+        f"subprocess.Popen(['sleep', '{survivor}'], start_new_session=True)\n"
         "for _ in range(8):\n"
         "    try:\n"
         "        os.fork()\n"
@@ -423,10 +418,9 @@ def test_fork_bomb_is_contained(ws: Path) -> None:
         data = _run(system, code, timeout=30)
         elapsed = time.monotonic() - started
     assert elapsed < 10
-    assert data["notes"][0] == "killed: the script's process group grew past 16 processes"
+    assert data["notes"][0] == "killed: the script started more than 16 processes at once"
     assert data["timed_out"] is False and data["exit_code"] is None
-    pgid = int(data["stdout"].split()[0])
-    assert _live_group(pgid) == []
+    assert _gone(survivor)
 
 
 def test_unbounded_allocation_hits_the_memory_limit(ws: Path) -> None:
@@ -475,14 +469,14 @@ def test_endless_flood_with_timeout_keeps_head_and_tail(ws: Path) -> None:
 
 def test_pipeline_timeout_also_ends_the_script(ws: Path) -> None:
     config = {"limits": {"tools": {"execute_code": {"timeout": 1}}}}
-    code = "import os, time\nopen('pid.txt', 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+    child = _marker()
+    code = f"import subprocess\nsubprocess.run(['sleep', '{child}'])\n"
     with _load(ws, config) as system:
         started = time.monotonic()
         outcome = system.call_outcome("execute_code", {"code": code, "timeout": 60})
     assert time.monotonic() - started < 8
     assert (outcome.status, outcome.error_kind) == ("error", "timeout")
-    pgid = int((ws / "pid.txt").read_text())
-    assert _live_group(pgid) == []
+    assert _gone(child)
 
 
 def test_file_size_limit(ws: Path) -> None:

@@ -16,6 +16,7 @@ import pytest
 
 from hermes_builtin.tools.cronjob import JobRun, next_run_after, parse_schedule, run_due_jobs, run_loop
 from hermes_core import ToolError, ToolRegistry, ToolSystem, hookimpl
+from hermes_core.testing import unguarded
 
 T0 = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
 
@@ -318,3 +319,134 @@ def test_corrupt_jobs_file_is_reported_and_kept(system: ToolSystem) -> None:
         },
     )
     assert path.read_text(encoding="utf-8") == '{"jobs": ['
+
+
+# -- jobs that run commands: provenance, approval, their own workspace and the sandbox -----------------
+
+
+class _Approver:
+    """Answers every approval request with ``answer`` and remembers the requests."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.requests: list[Any] = []
+
+    def approve(self, request: Any) -> str:
+        self.requests.append(request)
+        return self.answer
+
+
+def _terminal_job(command: str, name: str = "cmd") -> dict[str, Any]:
+    return {
+        "action": "create",
+        "name": name,
+        "schedule": "every:1h",
+        "tool": "terminal",
+        "arguments": {"command": command},
+    }
+
+
+def test_a_job_records_its_workspace_selection_and_creator(system: ToolSystem, workspace: Path) -> None:
+    out = _ok(
+        system,
+        {
+            "action": "create",
+            "name": "t",
+            "schedule": "every:1h",
+            "tool": "todo",
+            "arguments": {"action": "list"},
+        },
+    )
+    job = _jobs(system)[0]
+    assert out.split()[2] == job["id"]
+    assert job["workspace"] == str(workspace.resolve())
+    assert "todo" in job["selection"] and "cronjob" in job["selection"]
+    assert job["creator"]["session"] == "default" and job["creator"]["call"]
+    refused = system.call_outcome(
+        "cronjob",
+        {
+            "action": "create",
+            "name": "t",
+            "schedule": "every:1h",
+            "tool": "terminal",
+            "arguments": {"command": "ls"},
+        },
+        enabled=["cronjob", "todo"],
+    )
+    assert refused.status == "error" and "not among the tools of this conversation" in refused.result
+
+
+def test_creating_a_command_job_needs_approval(
+    make_builtin_system: Callable[..., ToolSystem], workspace: Path
+) -> None:
+    headless = make_builtin_system()
+    outcome = headless.call_outcome("cronjob", _terminal_job("echo hi"))
+    assert outcome.status == "denied"
+    assert not (headless.data_dir / "cronjob" / "jobs.json").exists()
+    approver = _Approver("once")
+    asked = make_builtin_system(approver=approver)
+    assert asked.call_outcome("cronjob", _terminal_job("echo hi")).status == "ok"
+    (request,) = approver.requests
+    assert (
+        request.kind == "cron"
+        and "echo hi" in request.subject
+        and str(workspace.resolve()) in request.subject
+    )
+    never = asked.call_outcome("cronjob", _terminal_job("rm -rf --no-preserve-root /"))
+    assert never.status == "error" and "never allowed" in never.result
+    allowed = make_builtin_system(config={"plugins": {"cronjob": {"commands": "allow"}}})
+    assert allowed.call_outcome("cronjob", _terminal_job("echo hi")).status == "ok"
+
+
+def test_a_job_runs_in_its_own_workspace_through_the_sandbox(
+    make_builtin_system: Callable[..., ToolSystem], tmp_path: Path, fake_home: Path
+) -> None:
+    config = {"plugins": {"cronjob": {"commands": "allow"}}}
+    project = tmp_path / "project"
+    project.mkdir()
+    (fake_home / ".ssh" / "id_rsa").write_text("PLANTED-KEY\n")
+    maker = make_builtin_system(config=config, workspace=project)
+    _ok(maker, _terminal_job("pwd > where.txt; rm -rf .ssh .aws"))  # harmless in the project, not in $HOME
+    runner = make_builtin_system(config=config, workspace=fake_home)  # `hermes cron run` started in $HOME
+    (run,) = run_due_jobs(runner, now=time.time() + 7200)
+    assert run.status == "ok", run.result
+    assert (project / "where.txt").read_text().strip() == str(project.resolve())
+    assert (fake_home / ".ssh" / "id_rsa").read_text() == "PLANTED-KEY\n"
+    assert not (fake_home / "where.txt").exists()
+    # with every guard off, the sandbox alone still keeps the job inside its workspace
+    path = maker.data_dir / "cronjob" / "jobs.json"
+    path.unlink()
+    _ok(
+        maker,
+        _terminal_job(
+            f"cat ~/.ssh/id_rsa {fake_home}/.ssh/id_rsa > stolen.txt 2>&1; rm -rf {fake_home}/.ssh"
+        ),
+    )
+    (run,) = run_due_jobs(unguarded(runner), now=time.time() + 7200)
+    assert run.status == "ok", run.result
+    assert "PLANTED-KEY" not in (project / "stolen.txt").read_text()
+    assert (fake_home / ".ssh" / "id_rsa").read_text() == "PLANTED-KEY\n"
+
+
+def test_a_job_command_is_judged_again_when_it_runs(
+    make_builtin_system: Callable[..., ToolSystem], workspace: Path
+) -> None:
+    approver = _Approver("once")
+    system = make_builtin_system(approver=approver)
+    _ok(system, _terminal_job("mkfs.ext4 /dev/hermes-test-no-such-device"))
+    assert "will need approval again" in approver.requests[0].reason
+    headless = make_builtin_system()
+    (run,) = run_due_jobs(headless, now=time.time() + 7200)
+    assert run.status == "denied" and "approval" in run.result
+
+
+def test_jobs_without_a_recorded_workspace_do_not_run(system: ToolSystem, tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    job_id = _create(system, log)
+    path = system.data_dir / "cronjob" / "jobs.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    del data["jobs"][0]["workspace"]  # as written by an older version
+    path.write_text(json.dumps(data), encoding="utf-8")
+    (run,) = run_due_jobs(system, now=time.time() + 7200)
+    assert (run.job_id, run.status) == (job_id, "error") and "re-create" in run.result
+    assert not log.exists()

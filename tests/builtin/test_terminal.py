@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import sys
 import time
 from collections.abc import Callable
@@ -14,6 +15,7 @@ import pytest
 
 from hermes_builtin.tools import terminal
 from hermes_core import ToolSystem
+from hermes_core.testing import processes_with_arg
 
 MakeSystem = Callable[..., ToolSystem]
 
@@ -24,51 +26,6 @@ pytestmark = pytest.mark.usefixtures("fake_home")
 def _settings(**settings: Any) -> dict[str, Any]:
     """A config giving the terminal tools ``settings``."""
     return {"plugins": {"terminal": settings}}
-
-
-def _running(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            state = fh.read().rsplit(b")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in (b"Z", b"X")
-
-
-def _group_members(pgid: int) -> list[int]:
-    members = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as fh:
-                    fields = fh.read().rsplit(b")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-                members.append(int(name))
-    return members
-
-
-def _wait_gone(pids: list[int], seconds: float = 3.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not any(_running(p) for p in pids):
-            return True
-        time.sleep(0.02)
-    return False
-
-
-def _pid_from(path: Path, seconds: float = 5.0) -> int:
-    """The pid a background shell writes to ``path``, once its whole line is there (the file exists, empty,
-    for a moment before ``echo`` writes)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        text = path.read_text() if path.exists() else ""
-        if text.endswith("\n"):
-            return int(text)
-        time.sleep(0.02)
-    raise AssertionError(f"{path.name} was not written within {seconds}s")
 
 
 def test_runs_in_the_workspace_with_exit_code_and_stderr(builtin_system: ToolSystem, workspace: Path) -> None:
@@ -93,29 +50,54 @@ def test_stdin_is_closed_and_empty_commands_are_refused(builtin_system: ToolSyst
     assert outcome.status == "error" and "script file" in outcome.result
 
 
-def test_secrets_are_removed_from_the_environment(
-    builtin_system: ToolSystem, monkeypatch: pytest.MonkeyPatch
+def test_the_environment_is_an_allow_list_plus_what_config_passes(
+    make_builtin_system: MakeSystem, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MY_SERVICE_API_KEY", "sk-should-not-leak-1")
     monkeypatch.setenv("OPENAI_ORG", "org-should-not-leak-2")
     monkeypatch.setenv("DB_PASSWORD", "pw-should-not-leak-3")
+    monkeypatch.setenv("DB_CONN", "postgres://u:should-not-leak-4@db/x")  # no secret-looking name
+    monkeypatch.setenv("HTTPS_PROXY", "http://user:should-not-leak-5@proxy:3128")
     monkeypatch.setenv("PLAIN_SETTING", "visible-value")
-    out = builtin_system.call("terminal", {"command": "env", "env": {"EXTRA_FLAG": "on"}})
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    s = make_builtin_system()
+    out = s.call("terminal", {"command": "env", "env": {"EXTRA_FLAG": "on"}})
     assert "should-not-leak" not in out
-    assert "PLAIN_SETTING=visible-value" in out
+    assert "PLAIN_SETTING" not in out  # not passed unless the configuration says so
+    assert "LC_ALL=C.UTF-8" in out and "PATH=" in out
     assert "EXTRA_FLAG=on" in out
     assert "GIT_TERMINAL_PROMPT=0" in out
+    configured = make_builtin_system(
+        config={"sandbox": {"pass_env": ["PLAIN_SETTING"], "env": {"FROM_CONFIG": "yes"}}}
+    )
+    out = configured.call("terminal", {"command": "env"})
+    assert "PLAIN_SETTING=visible-value" in out and "FROM_CONFIG=yes" in out
+    assert "should-not-leak" not in out
 
 
-def test_timeout_kills_the_whole_process_group(builtin_system: ToolSystem, workspace: Path) -> None:
+def _marker() -> str:
+    """A unique ``sleep`` duration: the argument finds the process on the host, whatever its pid inside."""
+    return f"60.{secrets.randbelow(10**9):09d}"
+
+
+def _gone(marker: str, seconds: float = 3.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not processes_with_arg(marker):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_timeout_kills_the_whole_process_tree(builtin_system: ToolSystem) -> None:
+    child, detached = _marker(), _marker()
     start = time.monotonic()
     out = builtin_system.call(
-        "terminal", {"command": "sleep 30 & echo $! > child.pid; sleep 30", "timeout": 1}
+        "terminal", {"command": f"sleep {child} & setsid sleep {detached} & sleep 30", "timeout": 1}
     )
     assert time.monotonic() - start < 6
     assert "timed out after 1s: the command and its children were terminated (SIGTERM)" in out
-    child = int((workspace / "child.pid").read_text())
-    assert _wait_gone([child])
+    assert _gone(child) and _gone(detached)
 
 
 def test_a_process_ignoring_sigterm_is_killed(builtin_system: ToolSystem) -> None:
@@ -125,13 +107,13 @@ def test_a_process_ignoring_sigterm_is_killed(builtin_system: ToolSystem) -> Non
     assert time.monotonic() - start < 8
 
 
-def test_children_left_behind_by_a_foreground_command_are_killed(
-    builtin_system: ToolSystem, workspace: Path
-) -> None:
-    out = builtin_system.call("terminal", {"command": "sleep 30 & echo $! > child.pid; echo started"})
+def test_children_left_behind_by_a_foreground_command_are_killed(builtin_system: ToolSystem) -> None:
+    child, detached = _marker(), _marker()
+    out = builtin_system.call(
+        "terminal", {"command": f"sleep {child} & setsid sleep {detached} & echo started"}
+    )
     assert out.startswith("started")
-    assert "background children left by the command were killed" in out
-    assert _wait_gone([int((workspace / "child.pid").read_text())])
+    assert _gone(child) and _gone(detached)
 
 
 def test_output_floods_are_capped_head_and_tail(make_builtin_system: MakeSystem) -> None:
@@ -154,16 +136,13 @@ def test_fork_loops_are_refused_and_spawned_children_are_killed_on_timeout(
         "terminal", {"command": "while true; do sleep 60 & done", "timeout": 1}
     )
     assert endless.status == "denied" and "fork_bomb" in endless.result  # never even started
+    spawned = _marker()
     out = builtin_system.call(
         "terminal",
-        {"command": "echo $$ > group.pid; for i in $(seq 300); do sleep 60 & done; sleep 60", "timeout": 1},
+        {"command": f"for i in $(seq 300); do sleep {spawned} & done; sleep 60", "timeout": 1},
     )
     assert "timed out" in out
-    pgid = int((workspace / "group.pid").read_text())
-    deadline = time.monotonic() + 5
-    while _group_members(pgid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _group_members(pgid) == []
+    assert _gone(spawned, 5)
 
 
 def test_unbounded_allocation_hits_the_memory_limit(make_builtin_system: MakeSystem) -> None:
@@ -255,30 +234,55 @@ def test_background_process_lifecycle(builtin_system: ToolSystem, workspace: Pat
     assert "process_id is required" in builtin_system.call("process", {"action": "log"})
 
 
-def test_background_kill_ends_children_too(builtin_system: ToolSystem, workspace: Path) -> None:
+def test_background_kill_ends_children_too(builtin_system: ToolSystem) -> None:
+    child = _marker()
     out = builtin_system.call(
-        "terminal", {"command": "sleep 60 & echo $! > bg.pid; sleep 60", "background": True}
+        "terminal", {"command": f"setsid sleep {child} & echo up; sleep 60", "background": True}
     )
     pid_key = out.split("process_id=")[1].split(" ")[0]
-    child = _pid_from(workspace / "bg.pid")
+    deadline = time.monotonic() + 5
+    while not processes_with_arg(child) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert processes_with_arg(child)
     polled = json.loads(
         builtin_system.call("process", {"action": "poll", "process_id": pid_key}).splitlines()[0]
     )
     assert polled["status"] == "running"
     killed = json.loads(builtin_system.call("process", {"action": "kill", "process_id": pid_key}))
     assert killed["status"] == "killed" and killed["kill"].startswith("terminated")
-    assert _wait_gone([child])
+    assert _gone(child)
 
 
-def test_closing_the_system_kills_background_processes(
-    make_builtin_system: MakeSystem, workspace: Path
-) -> None:
+def test_background_processes_outlive_the_thread_that_started_them(builtin_system: ToolSystem) -> None:
+    import threading
+
+    box: dict[str, str] = {}
+    starter = threading.Thread(
+        target=lambda: box.setdefault(
+            "out", builtin_system.call("terminal", {"command": "sleep 5", "background": True})
+        )
+    )
+    starter.start()
+    starter.join()
+    pid_key = box["out"].split("process_id=")[1].split(" ")[0]
+    time.sleep(0.3)
+    status = json.loads(
+        builtin_system.call("process", {"action": "poll", "process_id": pid_key}).splitlines()[0]
+    )
+    assert status["status"] == "running"
+    builtin_system.call("process", {"action": "kill", "process_id": pid_key})
+
+
+def test_closing_the_system_kills_background_processes(make_builtin_system: MakeSystem) -> None:
     s = make_builtin_system()
-    s.call("terminal", {"command": "sleep 60 & echo $! > bg.pid; wait", "background": True})
-    child = _pid_from(workspace / "bg.pid")
-    assert _running(child)
+    child = _marker()
+    s.call("terminal", {"command": f"setsid sleep {child} & wait", "background": True})
+    deadline = time.monotonic() + 5
+    while not processes_with_arg(child) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert processes_with_arg(child)
     s.close()
-    assert _wait_gone([child])
+    assert _gone(child)
 
 
 def test_background_output_is_capped_on_disk(make_builtin_system: MakeSystem) -> None:
@@ -303,3 +307,23 @@ def test_terminal_is_hidden_without_bash(
     builtin_system.invalidate_checks()
     names = {d["function"]["name"] for d in builtin_system.definitions()}
     assert "terminal" not in names and "process" not in names
+
+
+@pytest.mark.parametrize("tool", ["terminal", "process", "execute_code"])
+def test_the_pipeline_never_cuts_a_timeout_the_schema_allows(builtin_system: ToolSystem, tool: str) -> None:
+    entry = builtin_system.registry.get(tool)
+    assert entry is not None
+    allowed = entry.schema["parameters"]["properties"]["timeout"]["maximum"]
+    assert builtin_system.config.timeout < allowed  # the default pipeline timeout alone would cut it...
+    assert entry.timeout is not None and entry.timeout > allowed  # ...so the tool declares its own
+
+
+def test_a_configured_pipeline_timeout_ends_the_command_cleanly_first(
+    make_builtin_system: MakeSystem,
+) -> None:
+    s = make_builtin_system(config={"limits": {"tools": {"terminal": {"timeout": 3}}}})
+    start = time.monotonic()
+    outcome = s.call_outcome("terminal", {"command": "echo started; sleep 30", "timeout": 600})
+    assert time.monotonic() - start < 6
+    assert outcome.status == "ok", outcome.result
+    assert outcome.result.startswith("started\n") and "timed out after 2s" in outcome.result

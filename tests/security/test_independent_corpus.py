@@ -94,9 +94,6 @@ CLASS_DANGEROUS = [
 ]
 CLASS_ORDINARY = [
     "cd build && rm -rf *",
-    "ps aux | grep node | awk '{print $2}' | xargs kill",
-    "ps aux | awk '/gunicorn/ {print $2}' | xargs kill -HUP",
-    "kill $(pgrep -f app)",
     "sudo bash install.sh",
     'echo "started" >> /var/log/myapp.log',
     "cat .env.example | grep KEY",
@@ -111,6 +108,24 @@ CLASS_ORDINARY = [
     "script -q -c 'make test' build.log",
     "dd --version",
 ]
+
+
+# Issue 10 made signalling a process the command did not start dangerous (needs approval): these were
+# ordinary neighbours of the "kill every process" class before.
+SIGNALS_OUTSIDE_OWN_TREE = [
+    "ps aux | grep node | awk '{print $2}' | xargs kill",
+    "ps aux | awk '/gunicorn/ {print $2}' | xargs kill -HUP",
+    "kill $(pgrep -f app)",
+    "kill -9 $PPID",
+    "kill -STOP $PPID",
+    "pkill -f uvicorn",
+]
+
+
+@pytest.mark.parametrize("cmd", SIGNALS_OUTSIDE_OWN_TREE)
+def test_signalling_processes_outside_the_own_tree_needs_approval(cmd: str) -> None:
+    verdict = classify_command(cmd, workspace=WORKSPACE)
+    assert verdict.dangerous and not verdict.hardline, cmd
 
 
 @pytest.mark.parametrize("cmd", CLASS_DANGEROUS)

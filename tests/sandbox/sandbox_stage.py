@@ -1,0 +1,130 @@
+"""Helpers of the sandbox's attack tests (fixtures in conftest.py). The stage: a fake home with planted
+secrets, a sentinel folder outside the workspace, hermes's own files, a sacrificial host process, and a
+tool system with every guard switched off (``hermes_core.testing.unguarded``), so what is stopped is
+stopped by the walls alone.
+
+Every test runs under each backend the machine has (``backend``), through each channel that runs code
+(``channel``: terminal, a background process, execute_code, a cron job).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import hermes_builtin.plugin
+from hermes_core import ToolSystem
+from hermes_core.testing import processes_with_arg, unguarded
+
+BACKENDS = ("bwrap", "landlock")
+CHANNELS = ("terminal", "process", "execute_code", "cron")
+
+
+def token() -> str:
+    return secrets.token_hex(8)
+
+
+def sleep_marker() -> str:
+    """A unique ``sleep`` duration: the argument finds the process on the host, whatever its pid inside."""
+    return f"300.{secrets.randbelow(10**9):09d}"
+
+
+def gone(marker: str, seconds: float = 5.0) -> bool:
+    """True once no host process has ``marker`` as an argument (waiting up to ``seconds``)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not processes_with_arg(marker):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@dataclass
+class Scene:
+    """Everything an attack test needs to know about the stage."""
+
+    workspace: Path
+    home: Path
+    outside: Path
+    sentinel: Path
+    hermes_home: Path
+    config: Path
+    secrets: dict[str, str]
+    config_marker: str
+    system: ToolSystem
+    backend: str
+
+    def shell(self, channel: str, command: str, timeout: int = 60) -> str:
+        """Run ``command`` with bash through ``channel`` and return everything the model would see."""
+        return run_shell(self.system, channel, command, timeout)
+
+
+def run_shell(system: ToolSystem, channel: str, command: str, timeout: int = 60) -> str:
+    if channel == "terminal":
+        return system.call("terminal", {"command": command, "timeout": timeout})
+    if channel == "process":
+        started = system.call("terminal", {"command": command, "background": True})
+        assert "process_id=" in started, started
+        pid_key = started.split("process_id=")[1].split(" ")[0]
+        waited = system.call("process", {"action": "wait", "process_id": pid_key, "timeout": timeout})
+        assert '"exited"' in waited.splitlines()[0], waited
+        return system.call("process", {"action": "log", "process_id": pid_key, "limit": 2000})
+    if channel == "execute_code":
+        code = (  # output through a file: children left running would keep a pipe open
+            "import subprocess, tempfile\n"
+            "with tempfile.TemporaryFile() as out:\n"
+            f"    subprocess.run(['bash', '-c', {command!r}], stdout=out, stderr=subprocess.STDOUT)\n"
+            "    out.seek(0)\n"
+            "    print(out.read().decode(errors='replace'))\n"
+        )
+        result = system.call("execute_code", {"code": code, "timeout": timeout})
+        data: dict[str, Any] = json.loads(result)
+        assert "error" not in data, data
+        return str(data["stdout"]) + str(data["stderr"])
+    if channel == "cron":
+        created = system.call(
+            "cronjob",
+            {
+                "action": "create",
+                "name": "attack",
+                "schedule": "every:1h",
+                "tool": "terminal",
+                "arguments": {"command": command, "timeout": timeout},
+            },
+        )
+        assert created.startswith("Created job"), created
+        job_id = created.split()[2]
+        ran = system.call("cronjob", {"action": "run", "job_id": job_id})
+        system.call("cronjob", {"action": "remove", "job_id": job_id})
+        return ran
+    raise AssertionError(f"unknown channel {channel}")
+
+
+def load_system(workspace: Path, backend: str, config_path: Path, marker: str, **sandbox: Any) -> ToolSystem:
+    """A tool system with every guard off, sandboxed by ``backend``, its config file at ``config_path``."""
+    extra = "".join(f"{key} = {json.dumps(value)}\n" for key, value in sandbox.items())
+    config_path.write_text(
+        f'# {marker}\n[sandbox]\nbackend = "{backend}"\n{extra}[plugins.cronjob]\ncommands = "allow"\n'
+    )
+    system = ToolSystem.load(
+        load_entry_points=False,
+        plugins_dir=False,
+        plugins=[hermes_builtin.plugin],
+        workspace=workspace,
+        config=config_path,
+    )
+    return unguarded(system)
+
+
+def state_of(pid: int) -> str:
+    """The process state letter (R, S, T, Z...) or "" when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return ""
+    return stat[stat.rfind(b")") + 2 :].split()[0].decode()

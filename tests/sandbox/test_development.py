@@ -1,0 +1,119 @@
+"""Ordinary development still works behind the walls: git, a workspace virtual environment with pip, pytest,
+make and a C compiler with the system headers, and the network when it is on (and not when it is off)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.server
+import sys
+import threading
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sandbox_stage import Scene, load_system
+
+pytestmark = pytest.mark.slow
+
+
+def _run(scene: Scene, command: str, timeout: int = 120) -> str:
+    out = scene.system.call("terminal", {"command": command, "timeout": timeout})
+    assert "[exit code 0;" in out, out
+    return out
+
+
+def test_git_works_with_the_users_identity(scene: Scene) -> None:
+    (scene.home / ".gitconfig").write_text("[user]\n\tname = Ada Dev\n\temail = ada@example.org\n")
+    scene.system.close()
+    scene.system = load_system(scene.workspace, scene.backend, scene.config, scene.config_marker)
+    out = _run(
+        scene,
+        "git init -q repo && cd repo && echo hi > a.txt && git add a.txt && git commit -qm first && "
+        "git log --format='%an <%ae> %s' && git status --short && echo clean",
+    )
+    assert "Ada Dev <ada@example.org> first" in out and "clean" in out
+
+
+def _wheel(path: Path) -> None:
+    """A tiny pure-Python wheel built by hand (no build backend or network needed to install it)."""
+    files = {
+        "tinypkg/__init__.py": b"VALUE = 42\n",
+        "tinypkg-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: tinypkg\nVersion: 1.0\n",
+        "tinypkg-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+
+    def digest(data: bytes) -> str:
+        return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+    record = "".join(f"{name},{digest(data)},{len(data)}\n" for name, data in files.items())
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+        archive.writestr("tinypkg-1.0.dist-info/RECORD", record + "tinypkg-1.0.dist-info/RECORD,,\n")
+
+
+def test_pip_installs_into_a_workspace_venv(scene: Scene) -> None:
+    _wheel(scene.workspace / "tinypkg-1.0-py3-none-any.whl")
+    python = sys.executable
+    out = _run(
+        scene,
+        f"{python} -m venv --without-pip venv && "
+        f"{python} -m pip --python venv/bin/python install -q --no-index ./tinypkg-1.0-py3-none-any.whl && "
+        "venv/bin/python -c 'import tinypkg; print(\"value\", tinypkg.VALUE)'",
+        timeout=180,
+    )
+    assert "value 42" in out
+    assert (scene.workspace / "venv" / "lib").is_dir()
+
+
+def test_pytest_make_and_gcc_with_system_headers(scene: Scene) -> None:
+    ws = scene.workspace
+    (ws / "hello.c").write_text(
+        '#include <stdio.h>\n#include <math.h>\nint main(void) { printf("sqrt %.1f\\n", sqrt(16.0)); return 0; }\n'
+    )
+    (ws / "Makefile").write_text("hello: hello.c\n\tgcc -O0 -o hello hello.c -lm\n")
+    (ws / "test_math.py").write_text("def test_adds():\n    assert 1 + 1 == 2\n")
+    out = _run(
+        scene,
+        f"make -s && ./hello && PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {sys.executable} -m pytest -q -p no:cacheprovider",
+    )
+    assert "sqrt 4.0" in out and "1 passed" in out
+
+
+class _Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = b"hello from the host"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_network_on_and_off(scene: Scene, server: str) -> None:
+    fetch = (
+        f'{sys.executable} -c "import urllib.request; '
+        f"print(urllib.request.urlopen('{server}', timeout=5).read().decode())\""
+    )
+    assert "hello from the host" in _run(scene, fetch)
+    scene.system.close()
+    scene.system = load_system(
+        scene.workspace, scene.backend, scene.config, scene.config_marker, network="off"
+    )
+    out = scene.system.call("terminal", {"command": fetch, "timeout": 30})
+    assert "hello from the host" not in out
+    assert "[exit code 1;" in out
