@@ -55,6 +55,8 @@ class Guard(Protocol):
 
     def request_approval(self, kind: str, subject: str, reason: str, context: CallContext) -> None: ...
 
+    def classify_command(self, command: str, workspace: Path) -> Any: ...
+
 
 class CallContext:
     """Who is calling and how to reach the user; handlers opt in with a ``context`` parameter.
@@ -114,6 +116,17 @@ class CallContext:
         if self._guard is None:
             raise ApprovalDenied("no security gate is configured; refusing to run commands")
         return self._guard.guard_command(command, self)
+
+    def classify_command(self, command: str, workspace: str | Path | None = None) -> Any:
+        """Judge a command without asking anyone (for commands that run later, such as a scheduled job's).
+
+        Returns the guard's verdict (``.dangerous``, ``.hardline``, ``.reason``) for a command run in
+        ``workspace`` (default: this call's workspace).
+        """
+        if self._guard is None:
+            raise ApprovalDenied("no security gate is configured; refusing to run commands")
+        where = Path(workspace) if workspace is not None else Path(self.workspace)
+        return self._guard.classify_command(command, where)
 
     def guard_path(self, path: str | Path, op: str) -> Path:
         """Check a path for ``op`` ("read" or "write"); returns the resolved path when allowed."""

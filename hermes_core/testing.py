@@ -109,6 +109,11 @@ class _NoGuard:
     def request_approval(self, kind: str, subject: str, reason: str, context: Any) -> None:
         return None
 
+    def classify_command(self, command: str, workspace: Any) -> Any:
+        from .security import CommandVerdict
+
+        return CommandVerdict(command)
+
 
 def unguarded(system: ToolSystem) -> ToolSystem:
     """Turn ``system``'s command guard, path guard and approvals off (for tests of the sandbox alone)."""

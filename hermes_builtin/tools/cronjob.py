@@ -207,9 +207,7 @@ def _approve_command_job(context: CallContext, tool: str, arguments: dict[str, A
     reason = f"schedules a {tool} call that will run later, unattended, in {workspace}"
     command = arguments.get("command")
     if tool == "terminal" and isinstance(command, str):
-        from hermes_core.security import classify_command
-
-        verdict = classify_command(command, workspace=workspace)
+        verdict = context.classify_command(command, workspace)
         if verdict.hardline:
             raise ToolError(f"a job cannot run this command: it is never allowed ({verdict.reason})")
         if verdict.dangerous:

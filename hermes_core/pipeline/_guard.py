@@ -65,6 +65,9 @@ class SecurityGuard:
             raise ApprovalDenied(f"the command needs a human's approval and was not approved ({reasons})")
         return verdict
 
+    def classify_command(self, command: str, workspace: Path) -> Any:
+        return self._security.classify_command(command, workspace=workspace)
+
     def guard_path(self, path: str | Path, op: str, context: CallContext) -> Path:
         try:
             verdict = self._security.check_path(path, op, context.workspace)  # type: ignore[arg-type]

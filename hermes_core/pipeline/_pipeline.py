@@ -186,6 +186,9 @@ class Pipeline:
     def guard_path(self, path: Any, op: str, context: CallContext) -> Any:
         return self.guard.guard_path(path, op, context)
 
+    def classify_command(self, command: str, workspace: Any) -> Any:
+        return self.guard.classify_command(command, workspace)
+
     def request_approval(self, kind: str, subject: str, reason: str, context: CallContext) -> None:
         self.guard.request_approval(kind, subject, reason, context)
 
