@@ -9,11 +9,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from .context import ApprovalDenied, CallContext
-from .decisions import Block, CallOutcome, RequireApproval, Rewrite
-from .errors import ToolError, tool_error, tool_result
-from .hookspecs import hookimpl
-from .registry import (
+from . import registry
+from ._registry import (
     InvalidSchemaError,
     Provenance,
     RegistrationError,
@@ -21,8 +18,11 @@ from .registry import (
     ToolEntry,
     ToolNameConflict,
     ToolRegistry,
-    registry,
 )
+from .context import ApprovalDenied, CallContext
+from .decisions import Block, CallOutcome, RequireApproval, Rewrite
+from .errors import ToolError, tool_error, tool_result
+from .hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from .system import ToolSystem

@@ -131,6 +131,21 @@ def test_proxy_forwards_to_the_bound_registry() -> None:
     assert one["a"].toolset == "ts" and two["a"].toolset == "other"
 
 
+def test_the_registry_object_is_the_module_it_names() -> None:
+    import importlib
+    import sys
+
+    import hermes_core.registry as as_module
+
+    assert registry is as_module is sys.modules["hermes_core.registry"]
+    assert importlib.import_module("hermes_core.registry") is registry
+    reg = ToolRegistry()
+    with bound_registry(reg):
+        entry = as_module.register(name="m", toolset="ts", schema=schema("m"), handler=print, timeout=3.0)
+        assert registry.get("m") is entry and registry.names() == ["m"] and registry.generation == 1
+    assert entry.timeout == 3.0 and "m" in reg
+
+
 def test_concurrent_registration_is_consistent() -> None:
     reg = ToolRegistry()
     errors: list[BaseException] = []
