@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 __all__ = [
@@ -129,6 +130,7 @@ class ToolEntry:
         "dynamic_schema_overrides",
         "emoji",
         "handler",
+        "handler_style",
         "is_async",
         "max_result_size_chars",
         "name",
@@ -146,6 +148,7 @@ class ToolEntry:
     toolset: str
     schema: dict[str, Any]
     handler: Callable[..., Any]
+    handler_style: str | None
     check_fn: Callable[..., Any] | None
     requires_env: tuple[str, ...]
     is_async: bool
@@ -178,11 +181,13 @@ class ToolEntry:
         parallel_safe: bool = False,
         timeout: float | None = None,
         origin: Provenance = _NO_PROVENANCE,
+        handler_style: str | None = None,
     ) -> None:
         self.name = name
         self.toolset = toolset
         self.schema = schema
         self.handler = handler
+        self.handler_style = handler_style  # "kwargs", "dict" (handler(args, **kw)), None: from the signature
         self.check_fn = check_fn
         self.requires_env = (requires_env,) if isinstance(requires_env, str) else tuple(requires_env)
         if is_async is None:
@@ -269,15 +274,21 @@ class ToolRegistry:
         parallel_safe: bool = False,
         timeout: float | None = None,
         replace: bool = False,
+        handler_style: str | None = None,
     ) -> ToolEntry:
         """Register a tool and return its entry.
 
         Raises ``ToolNameConflict`` when another toolset owns the name, ``ToolAlreadyRegistered`` when the
         same toolset registers it twice, unless ``replace=True``; tools in ``mcp-*`` toolsets may replace
         each other. Raises ``InvalidSchemaError`` for a malformed schema. A refused registration changes
-        nothing.
+        nothing. ``handler_style="dict"`` declares a ``handler(args: dict, **kw)`` handler (the reference
+        system's convention); left out, the style is read from the handler's signature.
         """
         _check_shape(name, toolset, schema, handler)
+        if handler_style not in (None, "kwargs", "dict"):
+            raise InvalidSchemaError(
+                f"tool {name!r}: handler_style must be 'kwargs' or 'dict', not {handler_style!r}"
+            )
         if max_result_size_chars is not None and (
             not isinstance(max_result_size_chars, int) or max_result_size_chars <= 0
         ):
@@ -299,6 +310,7 @@ class ToolRegistry:
             parallel_safe=parallel_safe,
             timeout=timeout,
             origin=_provenance.get(),
+            handler_style=handler_style,
         )
         return self.add(entry, replace=replace)
 
@@ -340,6 +352,10 @@ class ToolRegistry:
 
     def get(self, name: str) -> ToolEntry | None:
         return self._entries.get(name)
+
+    def view(self) -> Mapping[str, ToolEntry]:
+        """A live, read-only ``name -> entry`` mapping (it follows every later change; lookups cost a dict's)."""
+        return MappingProxyType(self._entries)
 
     def __getitem__(self, name: str) -> ToolEntry:
         return self._entries[name]

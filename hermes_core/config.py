@@ -58,6 +58,7 @@ _SHAPE: dict[str, Any] = {
         "max_result_chars": int,
         "timeout": _NUM,
         "max_argument_chars": int,
+        "max_parallel_calls": int,
         "tools": {"*": {"max_result_chars": int, "timeout": _NUM}},
     },
     "plugins": {"blocked": _LIST_OF_STR, "load": _LIST_OF_STR, "strict": bool, "*": dict},
@@ -194,6 +195,11 @@ class Config:
     @property
     def max_argument_chars(self) -> int:
         return int(self._get("limits", "max_argument_chars", default=1_000_000))
+
+    @property
+    def max_parallel_calls(self) -> int:
+        """How many parallel-safe calls of one ``call_many`` turn run at once (``[limits] max_parallel_calls``)."""
+        return max(1, int(self._get("limits", "max_parallel_calls", default=32)))
 
     def tool_limits(self, name: str) -> dict[str, Any]:
         return dict(self._get("limits", "tools", name, default={}))

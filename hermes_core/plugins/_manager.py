@@ -6,6 +6,7 @@ One broken plugin never takes the others down: its error is recorded on its ``Pl
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -14,7 +15,7 @@ import logging
 import sys
 import time
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,10 +23,11 @@ from typing import Any
 import pluggy
 
 from .. import hookspecs
-from .._trace import trace, trace_enabled
+from .._trace import trace
 from ..registry import Provenance, ToolRegistry, bound_registry, provenance
 from ._dropin import scan_directory
 from ._entrypoints import EntryPointInfo, discover
+from ._hooks import HookRunner, refusals
 
 __all__ = ["PluginHost", "PluginLoadError", "PluginRecord"]
 
@@ -86,6 +88,7 @@ class PluginHost:
         self.blocked = frozenset(blocked)
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
+        self.hooks = HookRunner(self.pm)
         self.records: dict[str, PluginRecord] = {}
         self._sid = next(_system_ids)
 
@@ -121,6 +124,11 @@ class PluginHost:
             self.pm.register(plugin, name=record.name)
         except Exception as err:  # pluggy validation: unknown hook, bad argument names, same object twice
             self._fail(record, "register", err)
+            return False
+        refused = refusals(self.pm, plugin)
+        if refused:  # hook options the runner cannot honour: refused loudly rather than misbehaving
+            self.pm.unregister(plugin)
+            self._fail(record, "register", pluggy.PluginValidationError(plugin, "; ".join(refused)))
             return False
         record.hooks = sorted(
             {impl.name for impl in self.pm.get_hookcallers(plugin) or []}  # type: ignore[attr-defined]
@@ -241,34 +249,39 @@ class PluginHost:
             if entry.plugin == plugin_name:
                 self.registry.deregister(entry.name)
 
-    def _record_for(self, plugin: object) -> PluginRecord | None:
-        name = self.pm.get_name(plugin)
-        return self.records.get(name) if name else None
+    @contextlib.contextmanager
+    def _registering(self, plugin_name: str) -> Iterator[None]:
+        """Bind the registry and the plugin's provenance; a registration that raises is rolled back at once."""
+        record = self.records.get(plugin_name)
+        origin = (
+            Provenance(record.name, record.distribution, record.version, record.source)
+            if record is not None
+            else Provenance(plugin_name)
+        )
+        before = self.registry.generation
+        try:
+            with bound_registry(self.registry), provenance(origin):
+                yield
+        except Exception:
+            self._rollback(plugin_name, before)
+            raise
 
     def run_register_tools(self, only: object = None) -> None:
         """Call every ``register_tools`` impl (or only ``only``'s); a failing plugin's tools are removed and
         it is unregistered."""
-        for impl in reversed(self.pm.hook.register_tools.get_hookimpls()):
-            if only is not None and impl.plugin is not only:
-                continue
-            record = self._record_for(impl.plugin)
+        for step in self.hooks.each(
+            "register_tools", {"registry": self.registry}, only=only, around=self._registering
+        ):
+            record = self.records.get(step.plugin_name)
             if record is None or record.status != "loaded":
                 continue
-            origin = Provenance(record.name, record.distribution, record.version, record.source)
-            before = self.registry.generation
-            try:
-                with bound_registry(self.registry), provenance(origin):
-                    impl.function(**{arg: self.registry for arg in impl.argnames})
-            except Exception as err:
-                if trace_enabled():
-                    trace(f"register_tools {record.name} args={{'registry': ...}} -> raised {err!r}")
-                self._rollback(record.name, before)
-                self.pm.unregister(impl.plugin)
-                self._fail(record, "register_tools", err)
+            if step.error is not None:
+                self.pm.unregister(step.plugin)
+                self._fail(record, "register_tools", step.error)
                 continue
             record.tools = [e.name for e in self.registry.entries() if e.plugin == record.name]
-            if trace_enabled():
-                trace(f"register_tools {record.name} args={{'registry': ...}} -> registered {record.tools}")
+            if self.hooks.trace:
+                trace(f"register_tools {record.name} -> registered {record.tools}")
 
     def run_register_toolsets(
         self, define_many: Callable[[dict[str, Any], str], None], only: object = None
@@ -277,21 +290,18 @@ class PluginHost:
 
         A bad definition is recorded on the plugin (its tools stay registered); strict mode raises.
         """
-        for impl in reversed(self.pm.hook.register_toolsets.get_hookimpls()):
-            if only is not None and impl.plugin is not only:
-                continue
-            record = self._record_for(impl.plugin)
+        for step in self.hooks.each("register_toolsets", {}, only=only):
+            record = self.records.get(step.plugin_name)
             if record is None or record.status != "loaded":
                 continue
             try:
-                specs = impl.function()
-                if trace_enabled():
-                    trace(f"register_toolsets {record.name} args={{}} -> {specs!r}")
-                if specs is None:
+                if step.error is not None:
+                    raise step.error
+                if step.value is None:
                     continue
-                if not isinstance(specs, dict):
-                    raise TypeError(f"register_toolsets must return a dict, got {type(specs).__name__}")
-                define_many(specs, record.name)
+                if not isinstance(step.value, dict):
+                    raise TypeError(f"register_toolsets must return a dict, got {type(step.value).__name__}")
+                define_many(step.value, record.name)
             except Exception as err:
                 record.stage = "register_toolsets"
                 record.error = _error_text(err)
