@@ -676,3 +676,84 @@ def test_async_calls_from_several_threads_run_concurrently_on_the_one_loop() -> 
     assert results == {i: f"met {i}" for i in range(4)}
     assert loops == {id(s.pipeline.bridge.loop)}
     s.close()
+
+
+# -- handler styles and call_many width --------------------------------------------------------------------
+
+
+def test_reference_style_handlers_get_the_arguments_as_one_dict() -> None:
+    s = make()
+    props = {"a": {"type": "integer"}, "b": {"type": "integer"}}
+
+    def legacy(args, **kw):  # the reference system's convention, detected from the signature
+        return f"{args['a'] + args['b']} in {kw['context'].tool_name}"
+
+    def typed(payload: dict[str, Any]) -> int:  # detected by its dict annotation
+        return payload["a"] * 10
+
+    def declared(values):  # neither named nor annotated: declared at registration
+        return sorted(values)
+
+    s.registry.register(
+        name="legacy", toolset="t", schema=schema("legacy", props, ["a", "b"]), handler=legacy
+    )
+    s.registry.register(name="typed", toolset="t", schema=schema("typed", props), handler=typed)
+    s.registry.register(
+        name="declared", toolset="t", schema=schema("declared", props), handler=declared, handler_style="dict"
+    )
+    assert s.call("legacy", '{"a": "2", "b": 3}') == "5 in legacy"  # coerced and validated first
+    assert s.call("typed", {"a": 4}) == "40"
+    assert s.call("declared", {"a": 1, "b": 2}) == '["a", "b"]'
+    assert s.call_outcome("legacy", {"a": "x"}).error_kind == "invalid_arguments"
+    with pytest.raises(ValueError, match="handler_style"):
+        s.registry.register(
+            name="bad", toolset="t", schema=schema("bad"), handler=typed, handler_style="positional"
+        )
+    s.close()
+
+
+def test_call_many_width_is_configurable() -> None:
+    s = make(config={"limits": {"max_parallel_calls": 4}})
+    lock = threading.Lock()
+    running = [0, 0]  # now, peak
+
+    def slow(i: int) -> int:
+        with lock:
+            running[0] += 1
+            running[1] = max(running[1], running[0])
+        time.sleep(0.05)
+        with lock:
+            running[0] -= 1
+        return i
+
+    s.registry.register(
+        name="slow",
+        toolset="t",
+        schema=schema("slow", {"i": {"type": "integer"}}),
+        handler=slow,
+        parallel_safe=True,
+    )
+    calls = [("slow", {"i": i}) for i in range(12)]
+    assert s.call_many(calls) == [str(i) for i in range(12)]
+    assert running[1] == 4  # the configured width
+    running[1] = 0
+    barrier = threading.Barrier(12, timeout=5)
+
+    def meet(i: int) -> int:
+        barrier.wait()  # passes only when all twelve run at once
+        return i
+
+    s.registry.register(
+        name="meet",
+        toolset="t",
+        schema=schema("meet", {"i": {"type": "integer"}}),
+        handler=meet,
+        parallel_safe=True,
+    )
+    assert s.call_many([("meet", {"i": i}) for i in range(12)], max_parallel=12) == [
+        str(i) for i in range(12)
+    ]
+    assert s.call_many(calls, max_parallel=1) == [str(i) for i in range(12)] and running[1] == 1
+    with pytest.raises(ValueError, match="max_parallel"):
+        s.call_many(calls, max_parallel=0)
+    s.close()
