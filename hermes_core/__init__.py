@@ -10,6 +10,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from . import registry
+from ._availability import Unavailable
 from ._registry import (
     InvalidSchemaError,
     Provenance,
@@ -48,6 +49,7 @@ __all__ = [
     "ToolNameConflict",
     "ToolRegistry",
     "ToolSystem",
+    "Unavailable",
     "__version__",
     "hookimpl",
     "registry",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ._logs import loading_reported_elsewhere
 from ._output import emit_json, emit_table, is_terminal
 from ._state import get_state
 from ._tools import source_label
@@ -24,7 +25,9 @@ def list_command(show_all: bool, as_json: bool) -> None:
 
     Plain columns: name, distribution, version, source, status, hooks, tools, error or note.
     """
-    records = get_state().system().plugin_records()
+    with loading_reported_elsewhere():
+        system = get_state().system()
+    records = system.plugin_records()
     rows = []
     for record in records:
         if not show_all and record.status in ("blocked", "skipped"):
@@ -66,7 +69,9 @@ def doctor_command(as_json: bool, strict: bool, timeout: float) -> None:
     """
     from ._doctor import run_doctor
 
-    report = run_doctor(get_state().system(), timeout=timeout)
+    with loading_reported_elsewhere():
+        system = get_state().system()
+    report = run_doctor(system, timeout=timeout)
     failing = {"error", "warning"} if strict else {"error"}
     healthy = not any(p.severity in failing for p in report.problems)
     if as_json:

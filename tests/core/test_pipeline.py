@@ -537,6 +537,8 @@ def test_saved_full_output_is_readable_from_outside_the_workspace(
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("HERMES_HOME")  # the platform's data dir, under the (fake) home
+    for var in ("XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"):  # which would move it elsewhere
+        monkeypatch.delenv(var, raising=False)
     workspace = tmp_path / "project"
     workspace.mkdir()
     s = ToolSystem.load(
