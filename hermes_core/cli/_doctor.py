@@ -524,11 +524,25 @@ def run_doctor(system: ToolSystem, *, timeout: float = 30.0) -> DoctorReport:
         elif record.status == "skipped":
             problems.append(
                 Problem(
-                    "warning",
+                    "error" if record.error else "warning",
                     record.name,
                     "import",
                     f"never imported: {record.note}",
-                    "call registry.register(...) at top level or use @hookimpl, or remove the file",
+                    "register tools with registry.register(...) (from hermes_core import registry) or define "
+                    "@hookimpl functions; prefix a helper file's name with _ so the folder scan ignores it",
+                )
+            )
+        elif (
+            record.status == "loaded" and record.source == "drop-in" and not record.tools and not record.hooks
+        ):
+            problems.append(
+                Problem(
+                    "warning",
+                    record.name,
+                    "import",
+                    record.note or "imported, but it registered no tool and implements no hook",
+                    "make sure registry.register(...) runs when the file is imported (call the function that "
+                    "registers at top level, check the conditions around it)",
                 )
             )
         problems.extend(_version_problems(record, __version__))

@@ -198,13 +198,15 @@ class PluginHost:
             if not verdict.eligible:
                 record.status = "skipped"
                 record.note = verdict.reason
+                if verdict.problem:  # meant as a plugin, but the scan sees nothing it registers
+                    record.stage, record.error = "scan", verdict.reason
                 self._record(record)
                 continue
             if self._record(record).status == "failed":
                 continue
-            self._exec_dropin(record, verdict.path)
+            self._exec_dropin(record, verdict.path, verdict.detail)
 
-    def _exec_dropin(self, record: PluginRecord, path: Path) -> None:
+    def _exec_dropin(self, record: PluginRecord, path: Path, detail: str = "") -> None:
         modname = f"hermes_dropin_{self._sid}.{path.stem}"
         origin = Provenance(plugin=record.name, source="drop-in")
         before = self.registry.generation
@@ -229,6 +231,10 @@ class PluginHost:
         marker = f"{hookspecs.PROJECT}_impl"
         if any(hasattr(value, marker) for value in vars(module).values()):
             self._add_to_pm(record, module)
+        elif not record.tools:
+            record.note = "imported, but it registered no tool and implements no hook" + (
+                f" ({detail})" if detail else ""
+            )
 
     def add_plugin(self, plugin: object, name: str | None = None) -> PluginRecord:
         """Register an in-process plugin object or module (the ``plugins=`` argument, tests, hosts)."""
