@@ -289,9 +289,9 @@ def update_config(path: str | os.PathLike[str], mutate: Callable[[Any], None]) -
     never sees half a file and a bad edit leaves the old file untouched (``ConfigError``). A missing file
     is created. Concurrent writers are serialised with a lock file where the platform has ``fcntl``.
     """
-    import tempfile
-
     import tomlkit
+
+    from .fileio import atomic_write
 
     target = Path(path).expanduser()
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -307,21 +307,7 @@ def update_config(path: str | os.PathLike[str], mutate: Callable[[Any], None]) -
         mutate(document)
         new_text = tomlkit.dumps(document)
         config = parse_config(new_text, str(target))
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(new_text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            try:
-                os.chmod(tmp, target.stat().st_mode & 0o7777)
-            except FileNotFoundError:
-                pass
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        atomic_write(target, new_text)  # keeps the file's permission bits
     config.path = target
     return config
 

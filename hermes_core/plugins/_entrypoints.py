@@ -13,6 +13,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..fileio import atomic_write
+
 __all__ = ["GROUP", "EntryPointInfo", "discover"]
 
 GROUP = "hermes.tools"
@@ -84,14 +86,8 @@ def discover(cache_file: Path | None, group: str = GROUP) -> list[EntryPointInfo
             "key": key,
             "entry_points": [[e.name, e.value, e.distribution, e.version] for e in found],
         }
-        try:
-            cache_file.parent.mkdir(parents=True, exist_ok=True)
-            import tempfile
-
-            fd, tmp = tempfile.mkstemp(dir=cache_file.parent, prefix=".eps-")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(payload, fh)
-            os.replace(tmp, cache_file)
+        try:  # a cache: losing it in a crash only costs a rescan, so no fsync
+            atomic_write(cache_file, json.dumps(payload), fsync=False)
         except OSError:
             pass
     return found

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..fileio import atomic_write
 from ..registry import InvalidSchemaError
 
 __all__ = ["SchemaChecker", "schema_problems"]
@@ -87,16 +87,10 @@ class SchemaChecker:
         """Write newly learned verdicts to the cache file (atomically); errors only cost a rescan later."""
         if not self._new or self.cache_path is None:
             return
-        try:
-            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-            with _lock:
-                data = json.dumps(sorted(_known_valid))
-            import tempfile
-
-            fd, tmp = tempfile.mkstemp(dir=self.cache_path.parent, prefix=".verdicts-")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(data)
-            os.replace(tmp, self.cache_path)
+        with _lock:
+            data = json.dumps(sorted(_known_valid))
+        try:  # a cache: losing it in a crash only costs a recheck, so no fsync
+            atomic_write(self.cache_path, data, fsync=False)
             self._new = False
         except OSError:
             pass
