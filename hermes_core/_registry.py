@@ -24,6 +24,7 @@ __all__ = [
     "InvalidSchemaError",
     "Provenance",
     "RegistrationError",
+    "SchemaCheck",
     "ToolAlreadyRegistered",
     "ToolEntry",
     "ToolNameConflict",
@@ -36,7 +37,8 @@ __all__ = [
 
 log = logging.getLogger("hermes.registry")
 
-SchemaChecker = Callable[[str, Mapping[str, Any]], None]
+SchemaCheck = Callable[[str, Mapping[str, Any]], None]
+"""``check(name, schema)`` raises ``InvalidSchemaError`` to refuse a schema (``hermes_core.schema.SchemaChecker``)."""
 
 
 class RegistrationError(ValueError):
@@ -245,7 +247,7 @@ class ToolRegistry:
     ``InvalidSchemaError`` to refuse it; the tool system installs one that checks the metaschema.
     """
 
-    def __init__(self, *, schema_checker: SchemaChecker | None = None) -> None:
+    def __init__(self, *, schema_checker: SchemaCheck | None = None) -> None:
         self._entries: dict[str, ToolEntry] = {}
         self._lock = threading.RLock()
         self._generation = 0

@@ -1,8 +1,9 @@
-"""Refuse tool schemas that are not valid JSON Schema, without paying for jsonschema on a warm start.
+"""Refuse tool schemas that are not valid JSON Schema: ``SchemaChecker``, the registry's schema check.
 
-Verdicts are keyed by a hash of the canonical schema text. Valid hashes are remembered in memory and
-in a small file under the cache dir, so a warm start checks hashes only; jsonschema (about 180 ms to
-import) is loaded the first time an unseen schema arrives. Invalid schemas are never cached.
+An unseen schema is checked against the 2020-12 metaschema by ``_metacheck`` (tens of microseconds; a schema
+naming another dialect goes to jsonschema, which costs milliseconds and about 180 ms to import). Verdicts are
+keyed by a hash of the canonical schema text; valid hashes are remembered in memory and in a small file under
+the cache dir, so a warm start checks hashes only. Invalid schemas are never cached.
 """
 
 from __future__ import annotations
@@ -30,6 +31,16 @@ def _key(params: Any) -> str:
 
 def schema_problems(params: Any) -> list[str]:
     """Check a parameters schema against its metaschema (Draft 2020-12 unless ``$schema`` says otherwise)."""
+    from ._metacheck import check
+
+    found = check(params)
+    if found is not None:
+        return found
+    return metaschema_problems(params)
+
+
+def metaschema_problems(params: Any) -> list[str]:
+    """``schema_problems`` through ``jsonschema`` itself (any dialect it knows; slow)."""
     from jsonschema import exceptions, validators
 
     try:
@@ -44,7 +55,8 @@ def schema_problems(params: Any) -> list[str]:
 
 
 class SchemaChecker:
-    """The registry's schema checker: metaschema verdicts cached by hash, on disk under ``cache_path``."""
+    """The registry's schema check (a ``hermes_core.registry.SchemaCheck``): metaschema verdicts cached by hash,
+    on disk under ``cache_path``."""
 
     def __init__(self, cache_path: Path | None = None) -> None:
         self.cache_path = cache_path
