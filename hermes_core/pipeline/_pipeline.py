@@ -202,7 +202,7 @@ class Pipeline:
         if bridge is None:
             from ._shared_loop import SharedLoop
 
-            bridge = self._bridge = SharedLoop()
+            bridge = self._bridge = SharedLoop(self.watchdog)
         return bridge
 
     @property
@@ -448,8 +448,9 @@ class Pipeline:
         session_id: str | None = None,
         call_id: str | None = None,
     ) -> CallOutcome:
-        """Run one call without blocking the caller's loop: async handlers on the system's loop, sync ones
-        on a worker thread. Never raises (except cancellation of the awaiting task)."""
+        """Run one call without blocking the caller's loop: async handlers on the system's loop (the caller's
+        own, see ``_shared_loop``), sync ones on a worker thread. Never raises (except cancellation of the
+        awaiting task)."""
         import asyncio
 
         call = _Call(name, call_id or _new_call_id(), session_id, _perf_counter())
@@ -460,19 +461,17 @@ class Pipeline:
             entry, rt = call.entry, call.rt
             assert entry is not None and rt is not None
             try:
-                if not entry.is_async:
-                    loop = asyncio.get_running_loop()
+                loop = asyncio.get_running_loop()
+                if not entry.is_async:  # on a worker thread, so the caller's loop runs on
                     value = await loop.run_in_executor(
                         self._executor(), self._run_sync, entry, call.args, call.ctx, rt
                     )
-                elif self.bridge.in_loop_thread():
-                    from ._bridge import _with_timeout
-
-                    value = await _with_timeout(rt.invoke(entry.handler, call.args, call.ctx), rt.timeout)
-                else:  # on the system's loop, driven from a worker thread so the caller's loop runs on
-                    loop = asyncio.get_running_loop()
+                elif self.bridge.claim(loop):  # native: right here, in the awaiting task
                     coro = rt.invoke(entry.handler, call.args, call.ctx)
-                    value = await loop.run_in_executor(self._executor(), self.bridge.run, coro, rt.timeout)
+                    value = await coro if rt.timeout is None else await self._timed(coro, rt.timeout, loop)
+                else:  # the system's loop is another one: hand over without blocking this loop
+                    coro = rt.invoke(entry.handler, call.args, call.ctx)
+                    value = await self.bridge.run_elsewhere(coro, rt.timeout, self._executor())
             except (Exception, HandlerTimeout) as err:
                 return self._finish(call, self._handler_failed(call, err))
             return self._finish(call, CallOutcome(name, "ok", "", call.call_id), value)
@@ -480,6 +479,40 @@ class Pipeline:
             raise
         except Exception:
             return self._internal_error(name)
+
+    async def _timed(self, coro: Any, timeout: float, loop: Any) -> Any:
+        """Await ``coro`` in the current task, cancelled by the watchdog when ``timeout`` passes (a loop timer
+        per call, as ``asyncio.timeout`` arms, costs more than the whole native call); ``TimeoutError`` then.
+
+        The cancel is delivered on the loop's own thread and only while the await is still pending, so a
+        deadline that passes just as the call ends never cancels the caller's task.
+        """
+        import asyncio
+
+        task = asyncio.current_task()
+        assert task is not None
+        pending = [True]
+        fired: list[bool] = []
+
+        def cancel() -> None:  # on the loop thread
+            if pending[0]:
+                fired.append(True)
+                task.cancel()
+
+        token = self.watchdog.arm_call(timeout, lambda: loop.call_soon_threadsafe(cancel))
+        try:
+            value = await coro
+        except asyncio.CancelledError:
+            if fired and task.uncancel() == 0:
+                raise TimeoutError(f"timed out after {timeout:g} s") from None
+            raise
+        else:
+            if fired:  # the handler swallowed our cancel: take it back, the caller's task owes nothing
+                task.uncancel()
+            return value
+        finally:
+            pending[0] = False
+            self._armed.pop(token, None)
 
     def _internal_error(self, name: Any) -> CallOutcome:
         error_id = _new_id()

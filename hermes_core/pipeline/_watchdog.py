@@ -12,6 +12,8 @@ import ctypes
 import itertools
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["HandlerTimeout", "Watchdog"]
 
@@ -33,10 +35,11 @@ class HandlerTimeout(BaseException):
 
 
 class Watchdog:
-    """Arms deadlines for threads; one daemon thread fires the ones that pass."""
+    """Arms deadlines for threads (or callbacks); one daemon thread fires the ones that pass."""
 
     def __init__(self, resolution: float = 0.05) -> None:
-        self._armed: dict[int, tuple[float, int]] = {}  # token -> (deadline, thread ident)
+        # token -> (deadline, thread ident to interrupt, or a callback to call from the watchdog thread)
+        self._armed: dict[int, tuple[float, Any]] = {}
         self.armed = self._armed
         self._fired: set[int] = set()
         self._lock = threading.Lock()
@@ -50,6 +53,14 @@ class Watchdog:
     def arm(self, timeout: float) -> int:
         token = next(self._tokens)
         self._armed[token] = (_monotonic() + timeout, _get_ident())
+        if self._thread is None:
+            self.start()
+        return token
+
+    def arm_call(self, timeout: float, callback: Callable[[], object]) -> int:
+        """Call ``callback()`` on the watchdog thread when ``timeout`` seconds pass, unless disarmed first."""
+        token = next(self._tokens)
+        self._armed[token] = (_monotonic() + timeout, callback)
         if self._thread is None:
             self.start()
         return token
@@ -86,13 +97,19 @@ class Watchdog:
         while not self._stopped:
             self._wake.wait(self._resolution)
             now = time.monotonic()
-            for token, (deadline, ident) in list(self._armed.items()):
+            for token, (deadline, target) in list(self._armed.items()):
                 if deadline <= now:
                     with self._lock:
                         if self._armed.pop(token, None) is None:
                             continue  # disarmed meanwhile
+                        if callable(target):
+                            try:
+                                target()
+                            except Exception:  # a callback must not stop the watchdog
+                                pass
+                            continue
                         self._fired.add(token)
-                        _set_async_exc(ident, HandlerTimeout)
+                        _set_async_exc(target, HandlerTimeout)
 
     def stop(self) -> None:
         self._stopped = True

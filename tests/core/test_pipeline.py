@@ -155,8 +155,13 @@ def test_async_handler_timeout_per_tool() -> None:
         return "late"
 
     s.registry.register(name="slow", toolset="t", schema=schema("slow"), handler=slow, timeout=0.2)
-    out = s.call_outcome("slow")
-    assert out.error_kind == "timeout"
+    started = time.monotonic()
+    out = s.call_outcome("slow")  # a sync caller: the watchdog cancels the task it runs
+    assert out.error_kind == "timeout" and "0.2 s" in out.result
+    assert time.monotonic() - started < 2
+    assert s.call("add", {"a": 1, "b": 1}) == "2"  # the loop is left clean for the next call
+    native = asyncio.run(s.acall_outcome("slow"))  # native: a timeout in the awaiting task
+    assert native.error_kind == "timeout"
     s.close()
 
 
@@ -406,6 +411,47 @@ def test_acall_is_native_and_runs_sync_handlers_off_the_loop() -> None:
     assert results == ["done", "fetched", "4"]
     assert ticks >= 5  # the caller's loop kept running while the sync handler slept
     assert client.loop is s.pipeline.bridge.loop
+    s.close()
+
+
+def test_acall_runs_async_handlers_natively_on_the_callers_loop() -> None:
+    s = make()
+    client = register_async(s)
+    seen: list[tuple[Any, Any]] = []
+
+    async def where() -> str:
+        seen.append((asyncio.get_running_loop(), asyncio.current_task()))
+        return "here"
+
+    s.registry.register(name="where", toolset="t", schema=schema("where"), handler=where)
+
+    async def host() -> tuple[Any, Any, list[str]]:
+        me = asyncio.current_task()
+        assert await s.acall("where") == "here" and await s.acall("fetch") == "fetched"
+        loop = asyncio.get_running_loop()
+        # a sync call from a worker thread while the host loop runs is served by that same loop
+        from_thread = await loop.run_in_executor(None, s.call, "fetch")
+        blocking = s.call("where")  # a blocking call on the loop's own thread: a side loop, no deadlock
+        return loop, me, [from_thread, blocking]
+
+    loop, task, results = asyncio.run(host())
+    assert seen[0] == (loop, task)  # in the awaiting task itself: no thread hop
+    assert client.loop is loop and results == ["fetched", "here"]
+    assert seen[1][0] is not loop
+    assert s.call("where") == "here"  # the host's loop is closed now: back to a private loop
+    s.close()
+
+
+def test_acall_hands_over_when_the_private_loop_holds_state() -> None:
+    s = make()
+    client = register_async(s)
+    assert s.call("fetch") == "fetched"  # the private loop ran first: the client is bound to it
+
+    async def host() -> list[str]:
+        return list(await asyncio.gather(s.acall("fetch"), s.acall("fetch")))
+
+    assert asyncio.run(host()) == ["fetched", "fetched"]
+    assert client.loop is s.pipeline.bridge.loop and not client.loop.is_closed()
     s.close()
 
 
