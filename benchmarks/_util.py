@@ -37,23 +37,35 @@ def interleave(
 
 
 def interleave_processes(
-    commands: Mapping[str, Sequence[str]], env: Mapping[str, str], rounds: int
+    commands: Mapping[str, Sequence[str]],
+    env: Mapping[str, str],
+    rounds: int,
+    cwd: str | None = None,
+    before: Mapping[str, Callable[[], object]] | None = None,
 ) -> dict[str, list[float]]:
-    """``{label: [wall ms of one fresh process, one per round]}``, the commands run in alternation."""
+    """``{label: [wall ms of one fresh process, one per round]}``, the commands run in alternation.
+
+    ``cwd`` should be a scratch directory: ``python -c`` puts it first on ``sys.path``, so a source tree there
+    would shadow the installed package. ``before[label]()`` runs (untimed) before each of that label's runs.
+    """
     labels = list(commands)
     samples: dict[str, list[float]] = {label: [] for label in labels}
     for r in range(rounds):
         order = labels[r % len(labels) :] + labels[: r % len(labels)]
         for label in order:
+            if before and label in before:
+                before[label]()
             start = time.perf_counter()
-            subprocess.run(list(commands[label]), env=dict(env), check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                list(commands[label]), env=dict(env), check=True, stdout=subprocess.DEVNULL, cwd=cwd
+            )
             samples[label].append((time.perf_counter() - start) * 1000)
     return samples
 
 
-def run_ms(cmd: list[str], env: Mapping[str, str], repeat: int) -> list[float]:
+def run_ms(cmd: list[str], env: Mapping[str, str], repeat: int, cwd: str | None = None) -> list[float]:
     """Wall time in ms of running ``cmd`` ``repeat`` times (for set-up runs; measure with interleave_processes)."""
-    return interleave_processes({"cmd": cmd}, env, repeat)["cmd"]
+    return interleave_processes({"cmd": cmd}, env, repeat, cwd)["cmd"]
 
 
 def median(values: Sequence[float]) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -161,6 +162,29 @@ def test_entry_points_are_discovered_and_cached(tmp_path: Path, monkeypatch: pyt
     os.utime(site, ns=(1, 1))
     system2 = ToolSystem.load(plugins_dir=False)
     assert "pong2" in system2.registry and "ping" in system2.registry
+
+
+def test_the_entry_point_cache_survives_files_coming_and_going_in_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hermes_core.plugins import _entrypoints
+
+    work = tmp_path / "project"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.syspath_prepend("")  # python -c and python -m put the current directory first
+    cache = tmp_path / "eps.json"
+    scans: list[int] = []
+    real_scan = _entrypoints._scan
+    monkeypatch.setattr(_entrypoints, "_scan", lambda group: scans.append(1) or real_scan(group))
+    _entrypoints.discover(cache)
+    (work / "notes.txt").write_text("a new file changes the directory's mtime")
+    os.utime(work, ns=(5, 5))
+    _entrypoints.discover(cache)
+    assert len(scans) == 1  # still warm
+    (work / "hermes_local-1.0.dist-info").mkdir()  # but distribution metadata in it is seen
+    _entrypoints.discover(cache)
+    assert len(scans) == 2
 
 
 def test_broken_entry_points_do_not_stop_loading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
