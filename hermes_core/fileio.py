@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 __all__ = ["atomic_write"]
@@ -55,6 +54,8 @@ def atomic_write(
     if mode is not None:
         keep = mode
     payload = data.encode(encoding) if isinstance(data, str) else data
+    import tempfile  # not at import: it pulls in random and shutil, which start-up does not need
+
     fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:

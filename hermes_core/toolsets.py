@@ -9,7 +9,6 @@ for a plugin that is not installed changes nothing, so it must not break every c
 
 from __future__ import annotations
 
-import difflib
 import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -146,6 +145,8 @@ class Toolsets:
         return visit(start)
 
     def _suggest(self, name: str, atomic: Mapping[str, Any]) -> str:
+        import difflib
+
         close = difflib.get_close_matches(name, [*atomic, *self._composites], n=3)
         return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
 

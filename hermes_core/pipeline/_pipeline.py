@@ -12,13 +12,12 @@ factory. Each call travels through the stages as one ``_Call``.
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import json
 import logging
+import os
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -113,10 +112,10 @@ class _Call:
 
 
 def _new_id() -> str:
-    return uuid.uuid4().hex[:12]
+    return os.urandom(6).hex()
 
 
-_CALL_PREFIX = uuid.uuid4().hex[:6] + "-"
+_CALL_PREFIX = os.urandom(3).hex() + "-"
 _perf_counter = time.perf_counter
 _monotonic = time.monotonic
 _get_ident = threading.get_ident
@@ -235,6 +234,8 @@ class Pipeline:
 
     def _refuse_name(self, name: Any, available: frozenset[str]) -> str:
         entry = self.tools.get(name) if isinstance(name, str) else None
+        import difflib
+
         close = difflib.get_close_matches(str(name), sorted(available), n=3, cutoff=0.5)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         if entry is None:

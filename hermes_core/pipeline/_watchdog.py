@@ -8,7 +8,6 @@ next Python instruction: code blocked inside one long C call is interrupted when
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 import threading
 import time
@@ -17,13 +16,22 @@ from typing import Any
 
 __all__ = ["HandlerTimeout", "Watchdog"]
 
-_set_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
-    ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
-)
-# the same function with a NULL exception clears a pending one
-_clear_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
-    ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
-)
+_async_exc: list[Any] = []  # (set, clear) from ctypes, made when the watchdog starts (ctypes costs start-up)
+
+
+def _async_exc_functions() -> tuple[Any, Any]:
+    if not _async_exc:
+        import ctypes
+
+        set_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
+            ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
+        )
+        # the same function with a NULL exception clears a pending one
+        clear_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
+            ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
+        )
+        _async_exc[:] = [set_exc, clear_exc]
+    return _async_exc[0], _async_exc[1]
 
 
 _monotonic = time.monotonic
@@ -80,7 +88,7 @@ class Watchdog:
         with self._lock:
             if token in self._fired:
                 self._fired.discard(token)
-                _clear_async_exc(threading.get_ident(), None)  # drop it if it has not been raised yet
+                _async_exc_functions()[1](threading.get_ident(), None)  # drop it if not raised yet
                 return True
         return False
 
@@ -88,6 +96,7 @@ class Watchdog:
         """Start the watchdog thread (``arm`` does it on first use)."""
         if self._thread is not None:
             return
+        _async_exc_functions()  # ready before any deadline can fire
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="hermes-watchdog", daemon=True)
@@ -109,7 +118,7 @@ class Watchdog:
                                 pass
                             continue
                         self._fired.add(token)
-                        _set_async_exc(target, HandlerTimeout)
+                        _async_exc_functions()[0](target, HandlerTimeout)
 
     def stop(self) -> None:
         self._stopped = True

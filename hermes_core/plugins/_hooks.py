@@ -24,7 +24,7 @@ in spec order, passed on positionally to the ones it declares), which keeps the 
 from __future__ import annotations
 
 import logging
-import uuid
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
@@ -45,7 +45,7 @@ ONCE_PER_PLUGIN = frozenset({"register_tools", "register_toolsets", "register_co
 
 
 def _new_id() -> str:
-    return uuid.uuid4().hex[:12]
+    return os.urandom(6).hex()
 
 
 class HookStop(Exception):
