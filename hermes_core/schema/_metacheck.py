@@ -12,6 +12,7 @@ checked here (``check`` returns None) and goes to ``jsonschema``. A test compare
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["DIALECT", "check"]
@@ -66,10 +67,13 @@ _ID = re.compile(r"[^#]*#?")
 
 
 class _Problem(Exception):
-    def __init__(self, path: list[str], message: str) -> None:
+    def __init__(self, path: tuple[str, ...], message: str) -> None:
         super().__init__(message)
         self.where = "/".join(path) or "(top level)"
         self.message = message
+
+
+Path = tuple[str, ...]
 
 
 def _is_number(value: Any) -> bool:
@@ -93,95 +97,112 @@ def _is_regex(text: str) -> bool:
     return True
 
 
-def _unique_strings(value: Any, path: list[str], what: str) -> None:
+def _unique_strings(value: Any, path: Path, what: str) -> None:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise _Problem(path, f"{what} must be an array of strings")
     if len(set(value)) != len(value):
         raise _Problem(path, f"{what} has repeated items")
 
 
-def _schema(node: Any, path: list[str]) -> None:
-    if isinstance(node, bool):
-        return
-    if not isinstance(node, dict):
-        raise _Problem(path, f"{_show(node)} is not a schema (an object or a boolean)")
-    for key in _STRINGS:
-        if key in node and not isinstance(node[key], str):
-            raise _Problem([*path, key], f"{_show(node[key])} is not a string")
-    for key in _ANCHORS:
-        if key in node:
-            value = node[key]
-            if not isinstance(value, str) or not _ANCHOR.fullmatch(value):
-                raise _Problem([*path, key], f"{_show(value)} is not a valid anchor name")
-    if "$id" in node and not _ID.fullmatch(node["$id"]):
-        raise _Problem([*path, "$id"], "an $id may not have a non-empty fragment")
-    if "$vocabulary" in node:
-        vocabulary = node["$vocabulary"]
-        if not isinstance(vocabulary, dict) or not all(isinstance(v, bool) for v in vocabulary.values()):
-            raise _Problem([*path, "$vocabulary"], "must map vocabulary URIs to true or false")
-    for key in _BOOLEANS:
-        if key in node and not isinstance(node[key], bool):
-            raise _Problem([*path, key], f"{_show(node[key])} is not a boolean")
-    for key in _NUMBERS:
-        if key in node and not _is_number(node[key]):
-            raise _Problem([*path, key], f"{_show(node[key])} is not a number")
-    for key in _COUNTS:
-        if key in node and not _is_count(node[key]):
-            raise _Problem([*path, key], f"{_show(node[key])} is not a non-negative integer")
-    if "multipleOf" in node:
-        step = node["multipleOf"]
-        if not _is_number(step) or not step > 0:
-            raise _Problem([*path, "multipleOf"], f"{_show(step)} is not a number above 0")
-    if "type" in node:
-        _type(node["type"], [*path, "type"])
-    for key in ("enum", "examples"):
-        if key in node and not isinstance(node[key], list):
-            raise _Problem([*path, key], f"{_show(node[key])} is not an array")
-    if "pattern" in node:
-        pattern = node["pattern"]
-        if not isinstance(pattern, str):
-            raise _Problem([*path, "pattern"], f"{_show(pattern)} is not a string")
-        if not _is_regex(pattern):
-            raise _Problem([*path, "pattern"], f"{pattern!r} is not a valid regular expression")
-    if "required" in node:
-        _unique_strings(node["required"], [*path, "required"], "required")
-    if "dependentRequired" in node:
-        table = node["dependentRequired"]
-        if not isinstance(table, dict):
-            raise _Problem([*path, "dependentRequired"], f"{_show(table)} is not an object")
-        for name, names in table.items():
-            _unique_strings(names, [*path, "dependentRequired", name], "each dependentRequired entry")
-    if "dependencies" in node:
-        table = node["dependencies"]
-        if not isinstance(table, dict):
-            raise _Problem([*path, "dependencies"], f"{_show(table)} is not an object")
-        for name, value in table.items():
-            if isinstance(value, list):
-                _unique_strings(value, [*path, "dependencies", name], "each dependencies entry")
-            else:
-                _schema(value, [*path, "dependencies", name])
-    for key in _SUBSCHEMA:
-        if key in node:
-            _schema(node[key], [*path, key])
-    for key in _SCHEMA_LISTS:
-        if key in node:
-            items = node[key]
-            if not isinstance(items, list) or not items:
-                raise _Problem([*path, key], f"{_show(items)} is not a non-empty array of schemas")
-            for i, item in enumerate(items):
-                _schema(item, [*path, key, str(i)])
-    for key in _SCHEMA_MAPS:
-        if key in node:
-            table = node[key]
-            if not isinstance(table, dict):
-                raise _Problem([*path, key], f"{_show(table)} is not an object")
-            for name, sub in table.items():
-                if key == "patternProperties" and not _is_regex(name):
-                    raise _Problem([*path, key], f"{name!r} is not a valid regular expression")
-                _schema(sub, [*path, key, name])
+# One rule per keyword, looked up for the keys a schema has (a schema has a few; the metaschema knows ~60).
 
 
-def _type(value: Any, path: list[str]) -> None:
+def _string(value: Any, path: Path) -> None:
+    if not isinstance(value, str):
+        raise _Problem(path, f"{_show(value)} is not a string")
+
+
+def _id(value: Any, path: Path) -> None:
+    _string(value, path)
+    if not _ID.fullmatch(value):
+        raise _Problem(path, "an $id may not have a non-empty fragment")
+
+
+def _anchor(value: Any, path: Path) -> None:
+    if not isinstance(value, str) or not _ANCHOR.fullmatch(value):
+        raise _Problem(path, f"{_show(value)} is not a valid anchor name")
+
+
+def _vocabulary(value: Any, path: Path) -> None:
+    if not isinstance(value, dict) or not all(isinstance(v, bool) for v in value.values()):
+        raise _Problem(path, "must map vocabulary URIs to true or false")
+
+
+def _boolean(value: Any, path: Path) -> None:
+    if not isinstance(value, bool):
+        raise _Problem(path, f"{_show(value)} is not a boolean")
+
+
+def _number(value: Any, path: Path) -> None:
+    if not _is_number(value):
+        raise _Problem(path, f"{_show(value)} is not a number")
+
+
+def _count(value: Any, path: Path) -> None:
+    if not _is_count(value):
+        raise _Problem(path, f"{_show(value)} is not a non-negative integer")
+
+
+def _multiple_of(value: Any, path: Path) -> None:
+    if not _is_number(value) or not value > 0:
+        raise _Problem(path, f"{_show(value)} is not a number above 0")
+
+
+def _array(value: Any, path: Path) -> None:
+    if not isinstance(value, list):
+        raise _Problem(path, f"{_show(value)} is not an array")
+
+
+def _pattern(value: Any, path: Path) -> None:
+    _string(value, path)
+    if not _is_regex(value):
+        raise _Problem(path, f"{value!r} is not a valid regular expression")
+
+
+def _required(value: Any, path: Path) -> None:
+    _unique_strings(value, path, "required")
+
+
+def _dependent_required(value: Any, path: Path) -> None:
+    if not isinstance(value, dict):
+        raise _Problem(path, f"{_show(value)} is not an object")
+    for name, names in value.items():
+        _unique_strings(names, (*path, name), "each dependentRequired entry")
+
+
+def _dependencies(value: Any, path: Path) -> None:
+    if not isinstance(value, dict):
+        raise _Problem(path, f"{_show(value)} is not an object")
+    for name, item in value.items():
+        if isinstance(item, list):
+            _unique_strings(item, (*path, name), "each dependencies entry")
+        else:
+            _schema(item, (*path, name))
+
+
+def _schema_list(value: Any, path: Path) -> None:
+    if not isinstance(value, list) or not value:
+        raise _Problem(path, f"{_show(value)} is not a non-empty array of schemas")
+    for i, item in enumerate(value):
+        _schema(item, (*path, str(i)))
+
+
+def _schema_map(value: Any, path: Path) -> None:
+    if not isinstance(value, dict):
+        raise _Problem(path, f"{_show(value)} is not an object")
+    for name, sub in value.items():
+        _schema(sub, (*path, name))
+
+
+def _pattern_map(value: Any, path: Path) -> None:
+    if isinstance(value, dict):
+        for name in value:
+            if not _is_regex(name):
+                raise _Problem(path, f"{name!r} is not a valid regular expression")
+    _schema_map(value, path)
+
+
+def _type(value: Any, path: Path) -> None:
     if isinstance(value, str):
         if value not in _TYPES:
             raise _Problem(path, f"{value!r} is not a type (one of {', '.join(sorted(_TYPES))})")
@@ -195,6 +216,41 @@ def _type(value: Any, path: list[str]) -> None:
         raise _Problem(path, "the type array has repeated names")
 
 
+_RULES: dict[str, Callable[[Any, Path], None]] = {
+    **dict.fromkeys(_STRINGS, _string),
+    **dict.fromkeys(_ANCHORS, _anchor),
+    **dict.fromkeys(_BOOLEANS, _boolean),
+    **dict.fromkeys(_NUMBERS, _number),
+    **dict.fromkeys(_COUNTS, _count),
+    **dict.fromkeys(_SUBSCHEMA, lambda value, path: _schema(value, path)),
+    **dict.fromkeys(_SCHEMA_LISTS, _schema_list),
+    **dict.fromkeys(_SCHEMA_MAPS, _schema_map),
+    "$id": _id,
+    "$vocabulary": _vocabulary,
+    "multipleOf": _multiple_of,
+    "type": _type,
+    "enum": _array,
+    "examples": _array,
+    "pattern": _pattern,
+    "patternProperties": _pattern_map,
+    "required": _required,
+    "dependentRequired": _dependent_required,
+    "dependencies": _dependencies,
+}
+
+
+def _schema(node: Any, path: Path) -> None:
+    if node is True or node is False:
+        return
+    if type(node) is not dict and not isinstance(node, dict):
+        raise _Problem(path, f"{_show(node)} is not a schema (an object or a boolean)")
+    rules = _RULES
+    for key, value in node.items():
+        rule = rules.get(key)
+        if rule is not None:
+            rule(value, (*path, key))
+
+
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -206,7 +262,7 @@ def check(schema: Any) -> list[str] | None:
     if isinstance(schema, dict) and "$schema" in schema and schema["$schema"] not in _DIALECTS:
         return None
     try:
-        _schema(schema, [])
+        _schema(schema, ())
     except _Problem as problem:
         return [f"{problem.message} at {problem.where}"]
     except RecursionError:

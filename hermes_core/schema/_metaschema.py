@@ -1,9 +1,10 @@
 """Refuse tool schemas that are not valid JSON Schema: ``SchemaChecker``, the registry's schema check.
 
-An unseen schema is checked against the 2020-12 metaschema by ``_metacheck`` (tens of microseconds; a schema
-naming another dialect goes to jsonschema, which costs milliseconds and about 180 ms to import). Verdicts are
-keyed by a hash of the canonical schema text; valid hashes are remembered in memory and in a small file under
-the cache dir, so a warm start checks hashes only. Invalid schemas are never cached.
+A schema is checked against the 2020-12 metaschema by ``_metacheck``: a few microseconds, less than hashing
+it would cost, so those verdicts are not cached. A schema naming another dialect goes to jsonschema, which
+costs milliseconds (and about 180 ms to import); those verdicts are keyed by a hash of the canonical schema
+text, remembered in memory and in a small file under the cache dir, so a warm start checks hashes only.
+Invalid schemas are never cached.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from ..fileio import atomic_write
 from ..registry import InvalidSchemaError
+from ._metacheck import check
 
 __all__ = ["SchemaChecker", "schema_problems"]
 
@@ -31,8 +33,6 @@ def _key(params: Any) -> str:
 
 def schema_problems(params: Any) -> list[str]:
     """Check a parameters schema against its metaschema (Draft 2020-12 unless ``$schema`` says otherwise)."""
-    from ._metacheck import check
-
     found = check(params)
     if found is not None:
         return found
@@ -78,6 +78,11 @@ class SchemaChecker:
 
     def __call__(self, name: str, schema: Mapping[str, Any]) -> None:
         params = schema.get("parameters", {"type": "object", "properties": {}})
+        found = check(params)  # 2020-12: checking costs less than hashing for the cache
+        if found == []:
+            return
+        if found:
+            raise InvalidSchemaError(f"tool {name!r}: parameters are not valid JSON Schema: {found[0]}")
         try:
             key = _key(params)
         except (TypeError, ValueError) as err:
