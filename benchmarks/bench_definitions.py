@@ -3,8 +3,8 @@
 Everything that start-up state could flatter is measured in fresh processes, one per sample, the kinds
 interleaved round after round (min and median printed):
 - the first ``definitions(enabled=["hermes-cli"])`` of a freshly loaded system, and a repeated one;
-- registering 10,000 tools with the schema check and warm verdicts, against registering them with no check;
-- registering 2,000 tools whose schemas were never seen (empty verdict cache), against no check;
+- registering 10,000 tools with the schema check (after a start that left its caches), against no check;
+- registering 2,000 tools whose schemas this machine never saw (empty caches);
 - resolving ``all`` over the 10,000.
 The metaschema check of an unseen schema is also timed in-process, side by side with jsonschema's
 ``check_schema`` (the check before), interleaved. Targets: first definitions <= 5 ms, repeated <= 5 us,
@@ -131,9 +131,9 @@ def main(rounds: int = 9) -> None:
     print(line("definitions(hermes-cli), first call", results["first"], "ms", extra="  (target <= 5 ms)"))
     print(line("definitions(hermes-cli), repeated", results["repeated"], "us", extra="  (target <= 5 us)"))
     print(line("register 10,000, no schema check", results["bare"], "ms"))
-    print(line("register 10,000, check, warm verdicts", results["warm"], "ms", extra="  (target <= 100 ms)"))
+    print(line("register 10,000, with schema check", results["warm"], "ms", extra="  (target <= 100 ms)"))
     per_tool = [ms * 1000 / 2000 for ms in results["unseen"]]
-    print(line("register 2,000 unseen schemas", results["unseen"], "ms"))
+    print(line("register 2,000 never-seen schemas", results["unseen"], "ms"))
     print(line("  = per unseen tool", per_tool, "us"))
     print(line("resolve 'all' over 10,000", results["resolve"], "ms", extra="  (target <= 50 ms)"))
     unseen_in_process(rounds)
