@@ -116,10 +116,10 @@ def main(rounds: int = 15, number: int = 20_000) -> None:
     print(
         line("call_many, 8 x 100 ms waits", runs["8"], "ms", extra="  (sequential 800 ms; target < 150 ms)")
     )
-    print(line("call_many, 64 x 100 ms, default pool", runs["64 default"], "ms"))
+    print(line("call_many, 64 x 100 ms, default width", runs["64 default"], "ms"))
     print(
         line(
-            "call_many, 64 x 100 ms, max_parallel=64",
+            "call_many, 64 x 100 ms, max_parallel 64",
             runs["64 max_parallel=64"],
             "ms",
             extra="  (target ~100 ms)",
