@@ -33,8 +33,9 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
+    """mypy --strict (pyproject.toml) over the framework and the built-in tools."""
     session.install("-e", ".[dev]")
-    session.run("mypy", "hermes_core")
+    session.run("mypy", "hermes_core", "hermes_builtin")
 
 
 @nox.session(name="docs-check")
@@ -53,8 +54,9 @@ def example_plugins(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Side-by-side benchmarks; each prints its figures and the ratio against its baseline."""
-    session.install("-e", ".")
+    """Side-by-side benchmarks from a non-editable install (as users get it); each prints min and median of
+    its baseline and subject, interleaved, and their ratio."""
+    session.install(".")
     for script in (
         "bench_startup.py",
         "bench_definitions.py",

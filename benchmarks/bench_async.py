@@ -1,24 +1,26 @@
-"""A sync caller reaching an async handler: the bridge's overhead from the main thread, a worker thread and
-inside a running event loop, side by side with ``asyncio.run`` per call and a plain
-``run_coroutine_threadsafe`` hand-off.
+"""Async handlers: native ``await acall()`` against the raw awaited handler, and sync callers reaching an async
+handler (the bridge) against the same call of a sync handler, each pair interleaved in one run.
 
-Targets (issue 3): at most 30 us overhead from the main thread and worker threads, at most 50 us inside a
-running loop.  Overhead = (pipeline call of the async handler) - (pipeline call of the same sync handler).
-Run: ``python benchmarks/bench_async.py``.
+Targets: native ``acall`` at most 2x the raw ``await handler(**json.loads(s))`` plus 15 us; the bridge at most
+25 us over the sync path, from the main thread, a worker thread and inside a running loop. ``asyncio.run``
+per call is printed for scale. Run: ``python benchmarks/bench_async.py [rounds]``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import statistics
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _util import per_call_ns
+from _util import interleave, line, per_call_ns
 
 os.environ.setdefault("HERMES_HOME", tempfile.mkdtemp(prefix="hermes-bench-"))
 
@@ -44,57 +46,106 @@ def add_sync(a: int, b: int) -> int:
     return a + b
 
 
-def in_thread(fn, number: int) -> float:
-    box: list[float] = []
-    t = threading.Thread(target=lambda: box.append(per_call_ns(fn, number)))
+def build() -> ToolSystem:
+    system = ToolSystem.load(plugins_dir=False, load_entry_points=False)
+    system.registry.register(name="aadd", toolset="t", schema={**SCHEMA, "name": "aadd"}, handler=add_async)
+    system.registry.register(name="sadd", toolset="t", schema={**SCHEMA, "name": "sadd"}, handler=add_sync)
+    return system
+
+
+def native(rounds: int, number: int) -> None:
+    """``await system.acall`` and the raw awaited handler, interleaved inside one running loop."""
+    system = build()
+    loads = json.loads
+
+    async def main() -> dict[str, list[float]]:
+        async def raw() -> None:
+            await add_async(**loads(RAW))
+
+        async def via_acall() -> None:
+            await system.acall("aadd", RAW)
+
+        assert await system.acall("aadd", RAW) == "3"
+        samples: dict[str, list[float]] = {"raw": [], "acall": []}
+        subjects = {"raw": raw, "acall": via_acall}
+        for r in range(rounds):
+            for label in ["raw", "acall"] if r % 2 == 0 else ["acall", "raw"]:
+                start = time.perf_counter_ns()
+                for _ in range(number):
+                    await subjects[label]()
+                samples[label].append((time.perf_counter_ns() - start) / number)
+        return samples
+
+    samples = asyncio.run(main())
+    raw, sub = samples["raw"], samples["acall"]
+    budget = [2 * r + 15_000 for r in raw]
+    print(line("raw await handler(**json.loads(s))", raw, "us", 1000))
+    print(
+        line(
+            "native await acall()",
+            sub,
+            "us",
+            1000,
+            f"  budget 2x raw + 15 us = {min(budget) / 1000:.1f} / {statistics.median(budget) / 1000:.1f} us",
+        )
+    )
+    system.close()
+
+
+def in_thread(fn: Callable[[], dict[str, list[float]]]) -> dict[str, list[float]]:
+    box: list[dict[str, list[float]]] = []
+    t = threading.Thread(target=lambda: box.append(fn()))
     t.start()
     t.join()
     return box[0]
 
 
-def in_loop(fn, number: int) -> float:
-    async def main() -> float:
-        return per_call_ns(fn, number)
+def in_loop(fn: Callable[[], dict[str, list[float]]]) -> dict[str, list[float]]:
+    async def main() -> dict[str, list[float]]:
+        return fn()
 
     return asyncio.run(main())
 
 
-def main(number: int = 3000) -> None:
-    system = ToolSystem.load(plugins_dir=False, load_entry_points=False)
-    system.registry.register(name="aadd", toolset="t", schema={**SCHEMA, "name": "aadd"}, handler=add_async)
-    system.registry.register(name="sadd", toolset="t", schema={**SCHEMA, "name": "sadd"}, handler=add_sync)
+def bridge(rounds: int, number: int) -> None:
+    """A sync ``call()`` of the async handler against the same call of the sync handler."""
+    system = build()
     assert system.call("aadd", RAW) == system.call("sadd", RAW) == "3"
 
-    def a_call() -> str:
-        return system.call("aadd", RAW)
+    def pair() -> dict[str, list[float]]:
+        return interleave(
+            {"sync": lambda: system.call("sadd", RAW), "async": lambda: system.call("aadd", RAW)},
+            number,
+            rounds,
+        )
 
-    def s_call() -> str:
-        return system.call("sadd", RAW)
-
-    # baselines: what others do per call
-    run_per_call = per_call_ns(lambda: asyncio.run(add_async(1, 2)), number // 3)
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    handoff = per_call_ns(lambda: asyncio.run_coroutine_threadsafe(add_async(1, 2), loop).result(), number)
-    loop.call_soon_threadsafe(loop.stop)
-
-    rows = [
-        ("main thread", per_call_ns(a_call, number), per_call_ns(s_call, number), 30),
-        ("worker thread", in_thread(a_call, number), in_thread(s_call, number), 30),
-        ("inside a running loop", in_loop(a_call, number), in_loop(s_call, number), 50),
-    ]
-    print(f"asyncio.run per call                 : {run_per_call / 1000:7.1f} us")
-    print(f"run_coroutine_threadsafe hand-off     : {handoff / 1000:7.1f} us")
-    for label, a, s, target in rows:
-        overhead = (a - s) / 1000
+    print(
+        f"{'asyncio.run per call (for scale)':38s}: {per_call_ns(lambda: asyncio.run(add_async(1, 2)), 300) / 1000:9.2f} us"
+    )
+    for label, samples in (
+        ("main thread", pair()),
+        ("worker thread", in_thread(pair)),
+        ("inside a running loop", in_loop(pair)),
+    ):
+        over = [a - s for a, s in zip(samples["async"], samples["sync"], strict=True)]
         print(
-            f"bridge overhead, {label:21s}: {overhead:7.1f} us (async call {a / 1000:.1f} us, sync {s / 1000:.1f} us; "
-            f"target <= {target} us; {run_per_call / 1000 / max(overhead, 0.001):.0f}x cheaper than asyncio.run)"
+            line(
+                f"bridge overhead, {label}",
+                over,
+                "us",
+                1000,
+                f"  (async {min(samples['async']) / 1000:.1f} us, sync {min(samples['sync']) / 1000:.1f} us min;"
+                " target <= 25 us)",
+            )
         )
     time.sleep(0.01)
     system.close()
 
 
+def main(rounds: int = 15) -> None:
+    native(rounds, 2000)
+    bridge(rounds, 2000)
+
+
 if __name__ == "__main__":
-    main()
+    main(*(int(a) for a in sys.argv[1:2]))

@@ -1,8 +1,9 @@
-"""The full call pipeline against ``handler(**json.loads(s))``, side by side in one run.
+"""The full call pipeline against ``handler(**json.loads(s))``, interleaved in one run; and ``call_many``.
 
-Targets (issue 3): with validation and 2 pre + 2 post no-op hooks at most 3x the raw call; with no hooks at
-most 2x.  Also call_many of 8 read-only tools that each wait 100 ms (target: under 150 ms in total).
-Run: ``python benchmarks/bench_pipeline.py``.
+Targets: with validation and no hooks at most 2x the raw call; with 2 pre + 2 post no-op hooks at most 3x.
+``call_many`` of 8 read-only tools that each wait 100 ms: under 150 ms; 64 of them with ``max_parallel=64``:
+about one wait (the default pool is 32 wide, which takes two).
+Run: ``python benchmarks/bench_pipeline.py [rounds]``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _util import per_call_ns
+from _util import interleave, line, ratio
 
 os.environ.setdefault("HERMES_HOME", tempfile.mkdtemp(prefix="hermes-bench-"))
 
@@ -54,20 +55,44 @@ def build(*plugins: object) -> ToolSystem:
     return system
 
 
-def main(number: int = 50_000) -> None:
+def timed_call_many(system: ToolSystem, calls: list, **kwargs: object) -> float:
+    start = time.perf_counter()
+    out = system.call_many(calls, **kwargs)
+    elapsed = (time.perf_counter() - start) * 1000
+    assert out == [str(c[1]["i"]) for c in calls], out
+    return elapsed
+
+
+def main(rounds: int = 15, number: int = 20_000) -> None:
     plain = build()
     hooked = build(NoOp(), NoOp())
     loads = json.loads
-
-    def raw() -> object:
-        return add(**loads(RAW))
-
-    r = per_call_ns(raw, number)
-    p = per_call_ns(lambda: plain.call("add", RAW), number)
-    h = per_call_ns(lambda: hooked.call("add", RAW), number)
-    print(f"raw handler(**json.loads(s))       : {r:8.0f} ns")
-    print(f"pipeline, validation, no hooks     : {p:8.0f} ns  ratio {p / r:5.2f}x (target <= 2x)")
-    print(f"pipeline, validation, 2 pre+2 post : {h:8.0f} ns  ratio {h / r:5.2f}x (target <= 3x)")
+    samples = interleave(
+        {
+            "raw": lambda: add(**loads(RAW)),
+            "plain": lambda: plain.call("add", RAW),
+            "hooked": lambda: hooked.call("add", RAW),
+        },
+        number,
+        rounds,
+    )
+    raw = samples["raw"]
+    print(f"{rounds} interleaved rounds of {number} calls each")
+    print(line("raw handler(**json.loads(s))", raw, "us", 1000))
+    for label, key, target in (
+        ("pipeline, validation, no hooks", "plain", 2),
+        ("pipeline, validation, 2 pre + 2 post", "hooked", 3),
+    ):
+        lo, mid = ratio(samples[key], raw)
+        print(
+            line(
+                label,
+                samples[key],
+                "us",
+                1000,
+                f"  ratio min {lo:.2f}x median {mid:.2f}x (target <= {target}x)",
+            )
+        )
 
     def wait(i: int) -> int:
         time.sleep(0.1)
@@ -80,18 +105,29 @@ def main(number: int = 50_000) -> None:
         parallel_safe=True,
         schema={"name": "wait", "parameters": {"type": "object", "properties": {"i": {"type": "integer"}}}},
     )
-    calls = [("wait", {"i": i}) for i in range(8)]
-    plain.call_many(calls)
-    start = time.perf_counter()
-    out = plain.call_many(calls)
-    elapsed = (time.perf_counter() - start) * 1000
-    assert out == [str(i) for i in range(8)]
+    eight = [("wait", {"i": i}) for i in range(8)]
+    many = [("wait", {"i": i}) for i in range(64)]
+    timed_call_many(plain, eight)  # starts the pool's threads
+    runs: dict[str, list[float]] = {"8": [], "64 default": [], "64 max_parallel=64": []}
+    for _ in range(3):
+        runs["8"].append(timed_call_many(plain, eight))
+        runs["64 default"].append(timed_call_many(plain, many))
+        runs["64 max_parallel=64"].append(timed_call_many(plain, many, max_parallel=64))
     print(
-        f"call_many, 8 read-only x 100 ms    : {elapsed:8.1f} ms (sequential would be 800 ms; target < 150 ms)"
+        line("call_many, 8 x 100 ms waits", runs["8"], "ms", extra="  (sequential 800 ms; target < 150 ms)")
+    )
+    print(line("call_many, 64 x 100 ms, default width", runs["64 default"], "ms"))
+    print(
+        line(
+            "call_many, 64 x 100 ms, max_parallel 64",
+            runs["64 max_parallel=64"],
+            "ms",
+            extra="  (target ~100 ms)",
+        )
     )
     plain.close()
     hooked.close()
 
 
 if __name__ == "__main__":
-    main()
+    main(*(int(a) for a in sys.argv[1:2]))

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import click
 
 
-def add_commands(cli: Any) -> None:
+def add_commands(cli: click.Group) -> None:
     @cli.group("cron")
     def cron() -> None:
         """Scheduled jobs of the cronjob tool."""

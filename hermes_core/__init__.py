@@ -10,11 +10,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from .context import ApprovalDenied, CallContext
-from .decisions import Attachment, Block, CallOutcome, RequireApproval, Rewrite, ToolOutput
-from .errors import ToolError, tool_error, tool_result
-from .hookspecs import hookimpl
-from .registry import (
+from . import registry
+from ._availability import Unavailable
+from ._registry import (
     InvalidSchemaError,
     Provenance,
     RegistrationError,
@@ -23,8 +21,11 @@ from .registry import (
     ToolEntry,
     ToolNameConflict,
     ToolRegistry,
-    registry,
 )
+from .context import ApprovalDenied, CallContext
+from .decisions import Attachment, Block, CallOutcome, RequireApproval, Rewrite, ToolOutput
+from .errors import ToolError, tool_error, tool_result
+from .hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from .system import ToolSystem
@@ -53,6 +54,7 @@ __all__ = [
     "ToolOutput",
     "ToolRegistry",
     "ToolSystem",
+    "Unavailable",
     "__version__",
     "hookimpl",
     "registry",

@@ -1,6 +1,8 @@
 """Which tools are available right now: ``requires_env`` and ``check_fn`` verdicts, cached with a short TTL.
 
-A check is ``check_fn()`` or, when it declares a ``system`` parameter, ``check_fn(system)``. It runs on a small thread pool with a timeout, so a check that hangs hides its tool (with that
+A check is ``check_fn()`` or, when it declares a ``system`` parameter, ``check_fn(system)``. It returns a truth
+value, ``(ok, reason)``, or ``Unavailable(reason, by_design=True)`` for a tool that is hidden on purpose in this
+setting (``clarify`` without a way to ask the user): the doctor does not count that as a problem. It runs on a small thread pool with a timeout, so a check that hangs hides its tool (with that
 reason) instead of hanging ``definitions()``; a hung check is not resubmitted while it is still running.
 """
 
@@ -18,9 +20,27 @@ from .registry import ToolEntry
 if TYPE_CHECKING:
     import concurrent.futures as cf
 
-__all__ = ["Availability"]
+__all__ = ["Availability", "Unavailable"]
 
 log = logging.getLogger("hermes.checks")
+
+
+class Unavailable:
+    """What a check returns to hide its tool with a reason; ``by_design`` marks a tool that is meant to be hidden
+    in this setting (the host did not provide what it needs), which ``hermes plugins doctor`` does not report
+    as a problem."""
+
+    __slots__ = ("by_design", "reason")
+
+    def __init__(self, reason: str, *, by_design: bool = False) -> None:
+        self.reason = reason
+        self.by_design = by_design
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"Unavailable({self.reason!r}, by_design={self.by_design})"
 
 
 class Availability:
@@ -36,6 +56,9 @@ class Availability:
         self._pool: cf.ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self.epoch = 0  # bumped whenever a verdict changes
+        self.by_design: set[str] = (
+            set()
+        )  # tools whose last verdict hid them on purpose (Unavailable.by_design)
 
     def invalidate(self) -> None:
         """Forget every verdict (the next query re-runs the checks)."""
@@ -108,6 +131,11 @@ class Availability:
             log.warning("check of tool %r raised %s: %s", entry.name, type(err).__name__, err)
             return False, f"check raised {type(err).__name__}: {err}"
         result = fut.result()
+        if isinstance(result, Unavailable):
+            if result.by_design:
+                self.by_design.add(entry.name)
+            return False, result.reason or "check failed"
+        self.by_design.discard(entry.name)
         if isinstance(result, tuple) and len(result) == 2:  # (ok, reason) from a check that explains itself
             return bool(result[0]), str(result[1] or ("" if result[0] else "check failed"))
         return (True, "") if result else (False, "check_fn returned False")

@@ -66,6 +66,7 @@ _SHAPE: dict[str, Any] = {
         "max_result_chars": int,
         "timeout": _NUM,
         "max_argument_chars": int,
+        "max_parallel_calls": int,
         "tools": {"*": {"max_result_chars": int, "timeout": _NUM}},
     },
     "plugins": {"blocked": _LIST_OF_STR, "load": _LIST_OF_STR, "strict": bool, "*": dict},
@@ -246,6 +247,11 @@ class Config:
     def max_argument_chars(self) -> int:
         return int(self._get("limits", "max_argument_chars", default=1_000_000))
 
+    @property
+    def max_parallel_calls(self) -> int:
+        """How many parallel-safe calls of one ``call_many`` turn run at once (``[limits] max_parallel_calls``)."""
+        return max(1, int(self._get("limits", "max_parallel_calls", default=32)))
+
     def tool_limits(self, name: str) -> dict[str, Any]:
         return dict(self._get("limits", "tools", name, default={}))
 
@@ -334,9 +340,9 @@ def update_config(path: str | os.PathLike[str], mutate: Callable[[Any], None]) -
     never sees half a file and a bad edit leaves the old file untouched (``ConfigError``). A missing file
     is created. Concurrent writers are serialised with a lock file where the platform has ``fcntl``.
     """
-    import tempfile
-
     import tomlkit
+
+    from .fileio import atomic_write
 
     target = Path(path).expanduser()
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -352,21 +358,7 @@ def update_config(path: str | os.PathLike[str], mutate: Callable[[Any], None]) -
         mutate(document)
         new_text = tomlkit.dumps(document)
         config = parse_config(new_text, str(target))
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(new_text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            try:
-                os.chmod(tmp, target.stat().st_mode & 0o7777)
-            except FileNotFoundError:
-                pass
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        atomic_write(target, new_text)  # keeps the file's permission bits
     config.path = target
     return config
 

@@ -15,9 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -77,6 +75,8 @@ def atomic_write(
     if mode is not None:
         keep = mode
     payload = data.encode(encoding) if isinstance(data, str) else data
+    import tempfile  # not at import: it pulls in random and shutil, which start-up does not need
+
     fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -275,6 +275,8 @@ def atomic_write_nofollow(
             keep = 0o666 & ~_umask()
         if mode is not None:
             keep = mode
+        import secrets  # not at import: it pulls in random
+
         tmp = f".{name[:200]}.{secrets.token_hex(6)}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600, dir_fd=dir_fd)
         try:

@@ -13,7 +13,7 @@ from typing import Any, Literal, TypeVar
 from . import paths
 from ._availability import Availability
 from .config import Config, load_config
-from .context import AskUser
+from .context import AskUser, CallContext, Guard, workspace_override
 from .decisions import CallOutcome
 from .plugins import PluginHost, PluginRecord
 from .registry import ToolEntry, ToolRegistry
@@ -109,11 +109,38 @@ class ToolSystem:
         self._default_disabled: tuple[str, ...] | None = None  # the host's selection (load(disabled=...))
         from .pipeline import Pipeline
 
-        self.pipeline = Pipeline(self)
+        self.pipeline = Pipeline(
+            tools=self.registry.view(),
+            select=self._selection,
+            config=self.config,
+            hooks=self.host.hooks,
+            security=self._security_gate,
+            new_context=self._new_context,
+            results_dir=self.results_dir,
+        )
         self._stash = Stash()
         self.pipeline.closers.append(self._stash.close)  # first in, so closed last of the closers
         self._closed = False
         self._mcp: Any = None  # the MCP client (hermes_core.mcp.client.McpClients) once servers start
+
+    def _security_gate(self) -> Guard:
+        from .pipeline._guard import SecurityGuard  # the security layer loads with the first guarded action
+
+        return SecurityGuard(self)
+
+    def _new_context(
+        self, call_id: str, session_id: str | None, tool_name: str, enabled: frozenset[str], guard: Guard
+    ) -> CallContext:
+        return CallContext(
+            call_id=call_id,
+            session_id=session_id or self.session_id,
+            workspace=workspace_override() or self.workspace,  # a cron job runs in its recorded workspace
+            tool_name=tool_name,
+            system=self,
+            ask_user=self.ask_user,
+            guard=guard,
+            enabled=enabled,
+        )
 
     # -- construction ------------------------------------------------------------------------------------
 
@@ -294,7 +321,7 @@ class ToolSystem:
         else:
             key = (_names_key(enabled), _names_key(disabled), _names_key(disabled_tools))
             sel = self._selections.get(key)
-        registry_generation = self.registry._generation
+        registry_generation = self.registry.generation
         toolsets_version = self.toolsets.version
         if (
             sel is not None
@@ -465,13 +492,16 @@ class ToolSystem:
         enabled: Names = None,
         disabled: Names = None,
         session_id: str | None = None,
+        max_parallel: int | None = None,
     ) -> list[str]:
         """Run one model turn's calls: runs of parallel-safe tools go concurrently, the rest in order.
 
         Each call is ``(name, arguments)`` or ``{"name": ..., "arguments": ..., "id": ...}``; results come back
-        in call order and one failure does not affect the others.
+        in call order and one failure does not affect the others. At most ``max_parallel`` calls run at once
+        (default: ``[limits] max_parallel_calls``, 32).
         """
-        return [o.result for o in self.pipeline.run_many(list(calls), enabled, disabled, session_id)]
+        outcomes = self.pipeline.run_many(list(calls), enabled, disabled, session_id, max_parallel)
+        return [o.result for o in outcomes]
 
     def call_many_outcomes(
         self,
@@ -480,8 +510,10 @@ class ToolSystem:
         enabled: Names = None,
         disabled: Names = None,
         session_id: str | None = None,
+        max_parallel: int | None = None,
     ) -> list[CallOutcome]:
-        return self.pipeline.run_many(list(calls), enabled, disabled, session_id)
+        """Like ``call_many`` but returns each call's whole ``CallOutcome``."""
+        return self.pipeline.run_many(list(calls), enabled, disabled, session_id, max_parallel)
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 

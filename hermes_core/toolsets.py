@@ -3,11 +3,13 @@
 ``all`` means every registered tool. A composite's includes are checked when it is defined: an unknown
 include or a cycle is an error then, never an empty list later. Tool names a composite lists but nobody
 registered are kept (a tool may come later, e.g. from an MCP server) and reported by ``problems()``.
+Enabling an unknown toolset is an error; disabling one is only a warning (``disabled = ["homeassistant"]``
+for a plugin that is not installed changes nothing, so it must not break every command).
 """
 
 from __future__ import annotations
 
-import difflib
+import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +20,8 @@ from .registry import ToolRegistry
 __all__ = ["ALL", "CompositeToolset", "ToolsetError", "Toolsets", "UnknownToolsetError"]
 
 ALL = "all"
+
+log = logging.getLogger("hermes.toolsets")
 
 
 class ToolsetError(ValueError):
@@ -57,6 +61,7 @@ class Toolsets:
         self._composites: dict[str, CompositeToolset] = {}
         self._lock = threading.Lock()
         self.version = 0  # bumped on every definition, so resolution caches can key on it
+        self._warned: set[str] = set()
 
     # -- definition --------------------------------------------------------------------------------------
 
@@ -140,6 +145,8 @@ class Toolsets:
         return visit(start)
 
     def _suggest(self, name: str, atomic: Mapping[str, Any]) -> str:
+        import difflib
+
         close = difflib.get_close_matches(name, [*atomic, *self._composites], n=3)
         return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
 
@@ -195,9 +202,32 @@ class Toolsets:
         for ts in enabled:
             names |= self._expand(ts, atomic, set())
         for ts in disabled:
+            if not self._known(ts, atomic):
+                if ts not in self._warned:
+                    self._warned.add(ts)
+                    log.warning(
+                        "disabled toolset or tool %r does not exist (ignored)%s",
+                        ts,
+                        self._suggest(ts, atomic),
+                    )
+                continue
             names -= self._expand(ts, atomic, set())
         names.difference_update(disabled_tools)
         return frozenset(n for n in names if n in self._registry)
+
+    def _known(self, name: str, atomic: Mapping[str, Any]) -> bool:
+        return (
+            name == ALL
+            or name in atomic
+            or name in self._composites
+            or name in self._registry
+            or name.startswith("mcp-")
+        )
+
+    def unknown(self, names: Iterable[str]) -> list[str]:
+        """The ones of ``names`` that are neither a toolset nor a tool (with a suggestion when one is close)."""
+        atomic = self._registry.toolsets()
+        return [f"{n!r}{self._suggest(n, atomic)}" for n in names if not self._known(n, atomic)]
 
     def problems(self) -> list[str]:
         """Composite members that name no registered tool (reported by the doctor)."""

@@ -24,10 +24,14 @@ import sysconfig
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 from ._gitignore import GlobError, IgnoreStack, glob_regex
+
+if TYPE_CHECKING:
+    import io
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -104,7 +108,7 @@ class _Filter:
         try:
             self.regex = glob_regex(file_glob, ignore_case=ignore_case)[0] if file_glob else None
         except GlobError as exc:
-            raise SearchError(f"{exc}: {file_glob[:80]!r}") from None
+            raise SearchError(f"{exc}: {(file_glob or '')[:80]!r}") from None
 
     def __call__(self, path: str) -> bool:
         if self.regex is None:
@@ -218,7 +222,7 @@ def _rg_base(rg: str) -> list[str]:
     ]
 
 
-def _run_rg(argv: list[str], deadline: _Deadline, sep: bytes) -> Iterator[bytes]:
+def _run_rg(argv: list[str], deadline: _Deadline, sep: bytes) -> Generator[bytes, None, None]:
     """Records of ripgrep's output (split at ``sep``) as they come; ripgrep is killed at the deadline and
     when the caller stops early."""
     with tempfile.TemporaryFile() as errors:
@@ -230,7 +234,7 @@ def _run_rg(argv: list[str], deadline: _Deadline, sep: bytes) -> Iterator[bytes]
         produced = False
         try:
             pending = b""
-            while chunk := proc.stdout.read1(1 << 16):
+            while chunk := cast("io.BufferedReader", proc.stdout).read1(1 << 16):
                 produced = True
                 records = (pending + chunk).split(sep)
                 pending = records.pop()
@@ -356,7 +360,7 @@ def find_files(
     keep = _name_filter(pattern, root, case_sensitive)
     extra = _Filter(file_glob, root)
     rg = rg_available() if engine in ("auto", "rg") else None
-    records: Iterator[bytes] | None = None
+    records: Generator[bytes, None, None] | None = None
     if rg is not None:
         records = _run_rg([*_rg_base(rg), "--files", "--null", "--", root], deadline, b"\x00")
         listing: Iterator[str] = (os.fsdecode(p) for p in records)

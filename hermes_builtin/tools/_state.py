@@ -1,9 +1,8 @@
 """Durable state for the built-in tools: atomic JSON files, file locks and SQLite connections.
 
-A write goes to a temporary file in the same folder, is fsynced and then renamed over the old
-file, so a failed or interrupted write always leaves the previous version intact. Read-modify-write
-cycles hold an exclusive ``fcntl.flock`` on a sibling ``.lock`` file, so concurrent processes never
-lose each other's updates.
+Writes go through ``hermes_core.fileio.atomic_write`` (a temporary file, fsynced, renamed over the old one),
+so a failed or interrupted write always leaves the previous version intact. Read-modify-write cycles hold an
+exclusive ``fcntl.flock`` on a sibling ``.lock`` file, so concurrent processes never lose each other's updates.
 """
 
 from __future__ import annotations
@@ -17,12 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_core import ToolError
+from hermes_core.fileio import atomic_write
 
 if TYPE_CHECKING:
     import sqlite3
 
 __all__ = [
-    "atomic_write_text",
     "connect_sqlite",
     "file_lock",
     "immediate",
@@ -46,30 +45,6 @@ def safe_key(value: str, limit: int = 64) -> str:
     return f"{cleaned}-{digest}"
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically (temp file + fsync + rename); the old file survives failures."""
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-
-
 def read_json(path: Path, default: Any) -> Any:
     """The JSON value stored at ``path``, or ``default`` when the file does not exist.
 
@@ -89,7 +64,8 @@ def read_json(path: Path, default: Any) -> Any:
 
 
 def write_json(path: Path, value: Any) -> None:
-    atomic_write_text(path, json.dumps(value, ensure_ascii=False, indent=1) + "\n")
+    """Replace ``path`` with ``value`` as JSON, atomically; state files are private to the user (mode 0600)."""
+    atomic_write(path, json.dumps(value, ensure_ascii=False, indent=1) + "\n", mode=0o600)
 
 
 @contextlib.contextmanager

@@ -47,8 +47,8 @@ class Answer:
 def _clean(text: Any) -> str:
     if not isinstance(text, str):
         return ""
-    text = _SPACE.sub(" ", html.unescape(_TAGS.sub("", text))).strip()
-    return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1].rstrip() + "…"
+    clean: str = _SPACE.sub(" ", html.unescape(_TAGS.sub("", text))).strip()
+    return clean if len(clean) <= SNIPPET_CHARS else clean[: SNIPPET_CHARS - 1].rstrip() + "…"
 
 
 def _hits(items: Any, service: str, snippet_keys: tuple[str, ...], url_key: str = "url") -> list[Hit]:

@@ -7,7 +7,7 @@ loop (``_browser_engine``). Hidden, with the reason, when Playwright or Chromium
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from hermes_core import CallContext, ToolError, ToolRegistry
@@ -214,7 +214,7 @@ async def browser_vision(question: str, full_page: bool = False, *, context: Cal
     return f"{answer}\n\n(screenshot: {path})"
 
 
-HANDLERS = {
+HANDLERS: dict[str, Callable[..., Any]] = {
     "browser_navigate": browser_navigate,
     "browser_snapshot": browser_snapshot,
     "browser_click": browser_click,

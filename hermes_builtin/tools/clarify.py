@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from hermes_core import CallContext, ToolError, ToolRegistry
+from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
 
 TOOLSET = "clarify"
 MAX_QUESTION = 2_000
@@ -89,11 +89,11 @@ def terminal_ask_user(
     return answer
 
 
-def _host_can_ask(system: Any) -> tuple[bool, str]:
-    """Hidden unless the host gave the system a way to ask the user."""
+def _host_can_ask(system: Any) -> bool | Unavailable:
+    """Hidden unless the host gave the system a way to ask the user (by design: not a problem to report)."""
     if getattr(system, "ask_user", None) is None:
-        return False, "no ask_user callback: the host cannot ask the user questions"
-    return True, ""
+        return Unavailable("no ask_user callback: the host cannot ask the user questions", by_design=True)
+    return True
 
 
 def register(registry: ToolRegistry) -> None:

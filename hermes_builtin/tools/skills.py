@@ -15,8 +15,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
 from hermes_core import CallContext, ToolError, ToolRegistry
+from hermes_core.fileio import atomic_write
 
-from ._state import atomic_write_text, file_lock
+from ._state import file_lock
 
 TOOLSET = "skills"
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "skills"
@@ -281,7 +282,7 @@ def skill_manage(
             _validate_skill_md(name, text)
             staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
             try:
-                atomic_write_text(staging / "SKILL.md", text)
+                atomic_write(staging / "SKILL.md", text)
                 if folder.exists():  # a leftover folder without SKILL.md
                     shutil.rmtree(folder)
                 os.replace(staging, folder)
@@ -323,7 +324,7 @@ def skill_manage(
                 raise ToolError(f"skill {name!r} already has {MAX_FILES} files")
             if target.is_dir():
                 raise ToolError(f"{rel.as_posix()!r} is a folder")
-            atomic_write_text(target, text)
+            atomic_write(target, text)
             return f"Wrote {rel.as_posix()} ({len(text)} chars) in skill {name!r}."
         raise ToolError(f"unknown action {action!r}; use create, edit, delete, write_file or remove_file")
 
@@ -345,7 +346,7 @@ def _edit(folder: Path, name: str, content: str | None, old: str | None, new: st
             )
         text = current.replace(old, new, 1)
     _validate_skill_md(name, text)
-    atomic_write_text(path, text)
+    atomic_write(path, text)
     return f"Updated skill {name!r} ({len(text)} chars)."
 
 

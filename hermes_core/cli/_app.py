@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 
 from .. import __version__
-from .._trace import trace, trace_enabled
+from .._trace import trace
 from ._state import ConfigFailure, State, get_state, parse_plugin_spec
 
 __all__ = ["HermesGroup", "cli", "collect_plugin_commands"]
@@ -26,27 +28,29 @@ def collect_plugin_commands(state: State, builtin: set[str]) -> dict[str, click.
     A plugin command may not replace a built-in one.
     """
     system = state.system()
-    pm = system.host.pm
     collector = click.Group("hermes")
     owners: dict[str, str] = {}
-    for impl in reversed(pm.hook.register_commands.get_hookimpls()):
-        plugin = pm.get_name(impl.plugin) or "?"
-        before = dict(collector.commands)
-        if trace_enabled():
-            trace(f"register_commands {plugin} args={{'cli': {collector!r}}}")
-        try:
-            impl.function(**{arg: collector for arg in impl.argnames})
-        except Exception as err:
+    before: dict[str, click.Command] = {}
+
+    @contextlib.contextmanager
+    def snapshot(plugin: str) -> Iterator[None]:
+        before.clear()
+        before.update(collector.commands)
+        yield
+
+    for step in system.host.hooks.each("register_commands", {"cli": collector}, around=snapshot):
+        if step.error is not None:
+            err = step.error
             _warn(
-                f"plugin {plugin!r}: register_commands failed ({type(err).__name__}: {err}); its commands are skipped"
+                f"plugin {step.plugin_name!r}: register_commands failed ({type(err).__name__}: {err}); its commands are skipped"
             )
-            collector.commands = before
+            collector.commands = dict(before)
             continue
         added = sorted(set(collector.commands) - set(before))
-        if trace_enabled():
-            trace(f"register_commands {plugin} -> added {added}")
         for name in added:
-            owners[name] = plugin
+            owners[name] = step.plugin_name
+        if system.host.hooks.trace:
+            trace(f"register_commands {step.plugin_name} -> added {added}")
     commands: dict[str, click.Command] = {}
     for name, command in collector.commands.items():
         if name in builtin:

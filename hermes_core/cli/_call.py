@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,33 +15,74 @@ from ._output import emit_json
 from ._state import get_state
 from ._tools import toolset_members
 
-__all__ = ["EXIT_CODES", "call_command", "parse_call_arguments", "terminal_ask_user"]
+if TYPE_CHECKING:
+    from ..registry import ToolEntry
+
+__all__ = ["EXIT_CODES", "call_command", "check_argument_names", "parse_call_arguments", "terminal_ask_user"]
 
 EXIT_CODES = {"ok": 0, "error": 1, "blocked": 3, "denied": 4}
 
 
+def _json_object(text: str, where: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as err:
+        raise click.BadParameter(f"invalid JSON arguments{where}: {err}", param_hint="ARGUMENTS") from None
+    if not isinstance(value, dict):
+        raise click.BadParameter(f"JSON arguments{where} must be an object", param_hint="ARGUMENTS")
+    return value
+
+
+def _read_source(item: str) -> tuple[str, str]:
+    """The text of ``-`` (standard input) or ``@path`` (a file), and where it came from."""
+    if item == "-":
+        return sys.stdin.read(), " from standard input"
+    path = Path(item[1:]).expanduser()
+    try:
+        return path.read_text("utf-8"), f" in {path}"
+    except (OSError, UnicodeDecodeError) as err:
+        raise click.BadParameter(f"cannot read {path}: {err}", param_hint="ARGUMENTS") from None
+
+
 def parse_call_arguments(items: Sequence[str]) -> dict[str, Any]:
-    """One JSON object, or ``key=value`` pairs whose values are JSON when they parse and strings otherwise."""
+    """One JSON object (inline, ``-`` for standard input or ``@file``), or ``key=value`` pairs whose values are
+    JSON when they parse and strings otherwise."""
+    if len(items) == 1 and (items[0] == "-" or items[0].startswith("@")):
+        return _json_object(*_read_source(items[0]))
     if len(items) == 1 and items[0].lstrip().startswith("{"):
-        try:
-            value = json.loads(items[0])
-        except ValueError as err:
-            raise click.BadParameter(f"invalid JSON arguments: {err}", param_hint="ARGUMENTS") from None
-        if not isinstance(value, dict):
-            raise click.BadParameter("JSON arguments must be an object", param_hint="ARGUMENTS")
-        return value
+        return _json_object(items[0], "")
     out: dict[str, Any] = {}
     for item in items:
         key, sep, raw = item.partition("=")
         if not sep or not key:
             raise click.BadParameter(
-                f"expected key=value or one JSON object, got {item!r}", param_hint="ARGUMENTS"
+                f"expected key=value, one JSON object, - (standard input) or @FILE, got {item!r}",
+                param_hint="ARGUMENTS",
             )
         try:
             out[key] = json.loads(raw)
         except ValueError:
             out[key] = raw
     return out
+
+
+def check_argument_names(entry: ToolEntry, args: dict[str, Any]) -> None:
+    """Refuse names the tool's schema does not know (a model's extra keys are dropped; a typo here is yours)."""
+    params = entry.parameters
+    if params.get("additionalProperties", False) is not False or params.get("patternProperties"):
+        return  # the schema takes names of its own choosing
+    known = [str(k) for k in params.get("properties") or {}]
+    unknown = [k for k in args if k not in known]
+    if not unknown:
+        return
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1)
+        hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    takes = f"it takes: {', '.join(known)}" if known else "it takes no arguments"
+    raise click.BadParameter(
+        f"{entry.name} has no argument {', '.join(hints)}; {takes}", param_hint="ARGUMENTS"
+    )
 
 
 def terminal_ask_user(question: str, choices: Sequence[str] | None = None) -> str:
@@ -76,9 +119,11 @@ def _terminal_approver() -> Any:
 def call_command(name: str, arguments: tuple[str, ...], toolsets: tuple[str, ...], as_json: bool) -> None:
     """Run tool NAME like the model would and print the result the model would see.
 
-    ARGUMENTS is one JSON object ('{"path": "README.md"}') or key=value pairs (values are parsed as
-    JSON when they parse: n=3 is a number, flag=true a boolean, else a string). On a terminal, dangerous
-    actions ask for approval and tools may ask questions; otherwise anything needing approval is denied.
+    ARGUMENTS is one JSON object ('{"path": "README.md"}'), - to read that object from standard input,
+    @FILE to read it from a file, or key=value pairs (values are parsed as JSON when they parse: n=3 is a
+    number, flag=true a boolean, else a string). An argument name the tool does not take is a usage error.
+    On a terminal, dangerous actions ask for approval and tools may ask questions; otherwise anything needing
+    approval is denied.
 
     \b
     Exit status: 0 ok, 1 error, 3 blocked (a policy hook refused it), 4 denied (not approved),
@@ -86,12 +131,15 @@ def call_command(name: str, arguments: tuple[str, ...], toolsets: tuple[str, ...
     """
     args = parse_call_arguments(arguments)
     state = get_state()
-    if sys.stdin.isatty() and not state.loaded:
+    if sys.stdin.isatty() and not state.loaded and arguments != ("-",):
         state.approver = _terminal_approver()
         state.ask_user = terminal_ask_user
     system = state.system()
     for toolset in toolsets:
         toolset_members(system, toolset)  # an unknown name is a usage error, not a failed call
+    entry = system.registry.get(name)
+    if entry is not None:
+        check_argument_names(entry, args)
     outcome = system.call_outcome(name, args, enabled=list(toolsets) or None)
     if as_json:
         emit_json(

@@ -87,8 +87,18 @@ def config_group() -> None:
 
 @config_group.command("path")
 def path_command() -> None:
-    """Print the path of the configuration file (it may not exist yet)."""
-    click.echo(str(get_state().config_path()))
+    """Print the path of the configuration file (it may not exist yet).
+
+    The other places hermes uses (the drop-in plugin folder, data and cache) follow on stderr, so the one
+    line on stdout stays easy to use in scripts.
+    """
+    from .. import paths
+
+    state = get_state()
+    click.echo(str(state.config_path()))
+    click.echo(f"# drop-in plugin folder: {state.plugins_folder()}", err=True)
+    click.echo(f"# data: {paths.data_dir()}", err=True)
+    click.echo(f"# cache: {paths.cache_dir()}", err=True)
 
 
 @config_group.command("show")

@@ -1,9 +1,10 @@
 """The plugin doctor: every entry point and drop-in file checked, each problem with a one-line fix.
 
 Checks: an isolated import in a subprocess (error and time), hook implementations against the hook
-specs, every tool schema against its metaschema and each provider's rules, tool name clashes, tool
-checks (missing environment variables, binaries...), blocked and disabled plugins, and the
-``hermes-tools`` version range a distribution declares.
+specs, every tool schema against its metaschema and each provider's rules, each handler's signature against
+its schema, tool name clashes, tool checks (missing environment variables, binaries...), blocked and disabled
+plugins, unknown toolsets in the configuration, and the ``hermes-tools`` version range a distribution
+declares. Each problem is reported once.
 """
 
 from __future__ import annotations
@@ -216,13 +217,17 @@ def _failure_problems(record: PluginRecord, probe: ImportCheck) -> list[Problem]
                     "error", name, "hooks", error, "rename one of the plugins (entry point name or file name)"
                 )
             ]
+        wrapper = "hook wrapper" in error
         return [
             Problem(
                 "error",
                 name,
                 "hooks",
                 f"hook implementation rejected: {error}",
-                "make each @hookimpl function's name and arguments match a hook in hookspecs.md",
+                "make it a plain @hookimpl (wrappers are for pre_tool_call, post_tool_call and "
+                "transform_tool_result; see hookspecs.md)"
+                if wrapper
+                else "make each @hookimpl function's name and arguments match a hook in hookspecs.md",
             )
         ]
     if stage == "register_toolsets":
@@ -325,13 +330,45 @@ def _check_fix(reason: str) -> str:
 
 def _check_problems(system: ToolSystem) -> list[Problem]:
     hidden = system.hidden(enabled=["all"], disabled=[], disabled_tools=[])
+    by_design = system.availability.by_design
     out = []
     for name, reason in sorted(hidden.items()):
         entry = system.registry.get(name)
         plugin = (entry.plugin if entry is not None else None) or "?"
+        if name in by_design:  # hidden on purpose in this setting: worth knowing, not a problem
+            out.append(
+                Problem(
+                    "info",
+                    plugin,
+                    "check",
+                    f"tool {name!r} is hidden here by design: {reason}",
+                    "nothing to do",
+                )
+            )
+            continue
         out.append(
             Problem("warning", plugin, "check", f"tool {name!r} is hidden: {reason}", _check_fix(reason))
         )
+    return out
+
+
+def _signature_problems(system: ToolSystem) -> list[Problem]:
+    """Handlers whose signature disagrees with their schema: the call would fail with a TypeError."""
+    from .._signatures import signature_problems
+
+    out = []
+    for entry in system.registry.entries():
+        for message in signature_problems(entry.handler, entry.parameters, entry.handler_style):
+            out.append(
+                Problem(
+                    "error",
+                    entry.plugin or "?",
+                    "signature",
+                    f"tool {entry.name!r}: {message}",
+                    "make the handler's parameters match the schema's properties (or register a "
+                    "handler(args: dict, **kw) handler with handler_style='dict')",
+                )
+            )
     return out
 
 
@@ -409,6 +446,23 @@ def _toolset_problems(system: ToolSystem) -> list[Problem]:
         Problem("error", "config", "toolsets", message, "fix [toolsets.custom] in the configuration file")
         for message in system.toolset_errors
     ]
+    config = system.config
+    for key, names, severity in (
+        ("toolsets.enabled", config.enabled_toolsets or [], "error"),
+        ("toolsets.disabled", config.disabled_toolsets, "warning"),
+        ("tools.disabled", config.disabled_tools, "warning"),
+    ):
+        for unknown in system.toolsets.unknown(names):
+            effect = "every command fails" if severity == "error" else "it is ignored"
+            out.append(
+                Problem(
+                    severity,
+                    "config",
+                    "toolsets",
+                    f"{key} names {unknown}, which is neither a toolset nor a tool: {effect}",
+                    f"remove it from {key}, or install the plugin that provides it",
+                )
+            )
     composites = system.toolsets.composites()
     for message in system.toolsets.problems():
         owner = next((c.plugin for n, c in composites.items() if repr(n) in message), None) or "config"
@@ -439,6 +493,19 @@ def _sandbox_problems(system: ToolSystem) -> list[Problem]:
         Problem(d.severity, "sandbox", "sandbox", d.message, d.fix)
         for d in diagnose(system.config, system.workspace)
     ]
+
+
+def _unique(problems: list[Problem]) -> list[Problem]:
+    """Each problem once: the same finding reached by two checks (a plugin's load error and its isolated
+    import, a clash seen from both plugins) is reported by the first."""
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for problem in problems:
+        key = (problem.severity, problem.plugin, problem.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(problem)
+    return out
 
 
 def run_doctor(system: ToolSystem, *, timeout: float = 30.0) -> DoctorReport:
@@ -475,11 +542,25 @@ def run_doctor(system: ToolSystem, *, timeout: float = 30.0) -> DoctorReport:
         elif record.status == "skipped":
             problems.append(
                 Problem(
-                    "warning",
+                    "error" if record.error else "warning",
                     record.name,
                     "import",
                     f"never imported: {record.note}",
-                    "call registry.register(...) at top level or use @hookimpl, or remove the file",
+                    "register tools with registry.register(...) (from hermes_core import registry) or define "
+                    "@hookimpl functions; prefix a helper file's name with _ so the folder scan ignores it",
+                )
+            )
+        elif (
+            record.status == "loaded" and record.source == "drop-in" and not record.tools and not record.hooks
+        ):
+            problems.append(
+                Problem(
+                    "warning",
+                    record.name,
+                    "import",
+                    record.note or "imported, but it registered no tool and implements no hook",
+                    "make sure registry.register(...) runs when the file is imported (call the function that "
+                    "registers at top level, check the conditions around it)",
                 )
             )
         problems.extend(_version_problems(record, __version__))
@@ -493,12 +574,14 @@ def run_doctor(system: ToolSystem, *, timeout: float = 30.0) -> DoctorReport:
         )
     report.problems.extend(_hook_problems(system))
     report.problems.extend(_schema_problems(system))
+    report.problems.extend(_signature_problems(system))
     report.problems.extend(_check_problems(system))
     report.problems.extend(_toolset_problems(system))
     report.problems.extend(_disabled_problems(system))
     report.problems.extend(_mcp_problems(system))
     report.problems.extend(_override_problems(system))
     report.problems.extend(_sandbox_problems(system))
+    report.problems = _unique(report.problems)
     for row in report.plugins:
         row["problems"] = sum(1 for p in report.problems if p.plugin == row["name"] and p.severity != "info")
     return report

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
+from collections.abc import Iterator
 
-__all__ = ["setup_logging"]
+__all__ = ["loading_reported_elsewhere", "setup_logging"]
+
+# what loading plugins logs: the doctor and ``plugins list`` report all of it themselves
+_LOAD_LOGGERS = ("hermes.plugins", "hermes.registry", "hermes.toolsets")
 
 
 class _StderrHandler(logging.Handler):
@@ -37,3 +42,21 @@ def setup_logging(verbose: bool) -> None:
         logger.addHandler(_handler)
     if verbose or logger.level == logging.NOTSET or logger.level > logging.WARNING:
         logger.setLevel(logging.DEBUG if verbose else logging.WARNING)
+
+
+def _from_loading(record: logging.LogRecord) -> bool:
+    return not record.name.startswith(_LOAD_LOGGERS)
+
+
+@contextlib.contextmanager
+def loading_reported_elsewhere() -> Iterator[None]:
+    """Keep plugin-loading errors off stderr meanwhile (unless ``--verbose``): the command reports each itself,
+    so printing the log line too would show every problem twice."""
+    if _handler.verbose:
+        yield
+        return
+    _handler.addFilter(_from_loading)
+    try:
+        yield
+    finally:
+        _handler.removeFilter(_from_loading)

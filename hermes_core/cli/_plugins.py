@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import click
 
+from ._logs import loading_reported_elsewhere
 from ._output import emit_json, emit_table, is_terminal
 from ._state import get_state
 from ._tools import source_label
+
+if TYPE_CHECKING:
+    from ..system import ToolSystem
 
 __all__ = ["plugins_group"]
 
@@ -16,23 +22,56 @@ def plugins_group() -> None:
     """Inspect and diagnose plugins (entry points, drop-in files, the built-ins)."""
 
 
+def _mcp_rows(system: ToolSystem) -> list[dict[str, Any]]:
+    """One row per configured MCP server, shaped like a plugin record."""
+    rows = []
+    for name, info in sorted(system.mcp_status().items()):
+        skipped = info.get("skipped") or {}
+        rows.append(
+            {
+                "name": f"mcp:{name}",
+                "source": "mcp",
+                "status": info.get("state"),
+                "distribution": info.get("server"),
+                "version": info.get("version"),
+                "module": None,
+                "path": None,
+                "error": info.get("error"),
+                "stage": None,
+                "import_ms": 0.0,
+                "hooks": [],
+                "tools": list(info.get("tools") or []),
+                "note": f"{len(skipped)} tools skipped (see hermes plugins doctor)" if skipped else "",
+            }
+        )
+    return rows
+
+
 @plugins_group.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Also blocked plugins and skipped drop-in files.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 def list_command(show_all: bool, as_json: bool) -> None:
-    """List plugins: name, distribution, version, source, status, hooks and tools.
+    """List plugins and MCP servers: name, distribution, version, source, status, hooks and tools.
 
-    Plain columns: name, distribution, version, source, status, hooks, tools, error or note.
+    Plain columns: name, distribution, version, source, status, hooks, tools, error or note. The drop-in
+    folder scanned is named on stderr (in the title on a terminal).
     """
-    records = get_state().system().plugin_records()
+    state = get_state()
+    with loading_reported_elsewhere():
+        system = state.system()
     rows = []
-    for record in records:
+    for record in system.plugin_records():
         if not show_all and record.status in ("blocked", "skipped"):
             continue
         rows.append({**record.as_dict(), "source": source_label(record.source, record.distribution)})
+    rows.extend(_mcp_rows(system))
     if as_json:
         emit_json(rows)
         return
+    folder = state.plugins_folder()
+    terminal = is_terminal()
+    if not terminal:
+        click.echo(f"# drop-in folder: {folder}", err=True)
     emit_table(
         ["name", "distribution", "version", "source", "status", "hooks", "tools", "error / note"],
         [
@@ -43,12 +82,12 @@ def list_command(show_all: bool, as_json: bool) -> None:
                 r["source"],
                 r["status"],
                 r["hooks"],
-                len(r["tools"]) if is_terminal() else r["tools"],
+                len(r["tools"]) if terminal else r["tools"],
                 r["error"] or r["note"],
             ]
             for r in rows
         ],
-        title=f"{len(rows)} plugins",
+        title=f"{len(rows)} plugins; drop-in folder: {folder}",
     )
 
 
@@ -66,7 +105,9 @@ def doctor_command(as_json: bool, strict: bool, timeout: float) -> None:
     """
     from ._doctor import run_doctor
 
-    report = run_doctor(get_state().system(), timeout=timeout)
+    with loading_reported_elsewhere():
+        system = get_state().system()
+    report = run_doctor(system, timeout=timeout)
     failing = {"error", "warning"} if strict else {"error"}
     healthy = not any(p.severity in failing for p in report.problems)
     if as_json:

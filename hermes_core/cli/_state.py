@@ -56,6 +56,14 @@ class State:
 
         return config_file()
 
+    def plugins_folder(self) -> Path:
+        """The drop-in folder this invocation scans (``--plugins-dir`` or the default one)."""
+        if self.plugins_dir is not None:
+            return Path(self.plugins_dir).expanduser()
+        from ..paths import plugins_dir
+
+        return plugins_dir()
+
     def load_config(self) -> Config:
         """Read and validate the configuration without loading any plugin; a broken file exits 2."""
         from ..config import ConfigError, load_config

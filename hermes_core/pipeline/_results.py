@@ -7,10 +7,11 @@ through it with ``read_file``.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from pathlib import Path
+
+from ..fileio import atomic_write
 
 __all__ = ["limit_result", "neutralise_markup"]
 
@@ -37,19 +38,13 @@ def neutralise_markup(text: str) -> str:
 
 
 def _save_full(text: str, directory: Path, call_id: str, tool: str) -> Path | None:
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        safe_tool = re.sub(r"[^A-Za-z0-9_.-]", "_", tool)[:40]
-        import tempfile
-
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".partial-")
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as fh:
-            fh.write(text)
-        final = directory / f"{time.strftime('%Y%m%d-%H%M%S')}-{safe_tool}-{call_id or 'call'}.txt"
-        os.replace(tmp, final)
-        return final
+    safe_tool = re.sub(r"[^A-Za-z0-9_.-]", "_", tool)[:40]
+    final = directory / f"{time.strftime('%Y%m%d-%H%M%S')}-{safe_tool}-{call_id or 'call'}.txt"
+    try:  # private to the user (results may hold what a tool read); a lost copy in a crash is no harm: no fsync
+        atomic_write(final, text.encode("utf-8", "surrogatepass"), mode=0o600, fsync=False)
     except OSError:
         return None
+    return final
 
 
 def limit_result(text: str, limit: int, directory: Path, call_id: str, tool: str) -> tuple[str, Path | None]:

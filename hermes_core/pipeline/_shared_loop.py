@@ -1,19 +1,29 @@
 """The one event loop of a tool system, run by the threads that call its async handlers.
 
-Every async handler of a system runs on this one loop object, so async clients that handlers cache (an
-``httpx.AsyncClient``, a database pool) stay bound to a loop that stays alive and valid across calls. A sync
-caller does not hand the coroutine to a loop thread and sleep: when the loop is idle the caller runs it itself
-(``run_until_complete`` on the shared loop), which costs about 10 us here, where waking another thread and
-being woken back costs 70-100 us on an idle machine. When another thread is already running the loop, the
-caller hands its coroutine over to that thread and waits, so concurrent calls still run concurrently; the
-running thread keeps the loop going until every handed-over call is done.
+The async handlers of a system run on one loop object, so async clients that handlers cache (an
+``httpx.AsyncClient``, a database pool) stay bound to a loop that stays alive and valid across calls. Which
+loop that is:
 
-A caller inside a running event loop (a sync ``call()`` from a coroutine) runs the shared loop the same way,
-with its own loop set aside for the duration of the call. An async handler that makes a sync call back into
-the system is served by a second shared loop, so it cannot deadlock.
+- A host that awaits ``acall()`` lends its own running loop: the first ``acall()`` adopts the caller's loop
+  (unless the system's private loop already ran a handler), and from then on async handlers run right there,
+  in the awaiting task: a native call costs a few microseconds, not a thread hop. A sync ``call()`` made from
+  another thread while that loop runs is handed to it (``run_coroutine_threadsafe``). When the adopted loop
+  closes, the next call adopts again or falls back to the private loop. ``acall()`` from some other loop hands
+  its coroutine over without blocking its own loop.
+- Otherwise (sync callers only) a private loop that the callers run themselves: when it is idle a sync caller
+  runs it (``run_until_complete``), which costs about 10 us, where waking another thread and being woken back
+  costs 70-100 us. When another thread is already running it, the caller hands its coroutine over to that
+  thread and waits, so concurrent calls still run concurrently; the running thread keeps the loop going until
+  every handed-over call is done. A caller inside a running event loop (a sync ``call()`` from a coroutine)
+  runs the private loop the same way, with its own loop set aside for the duration of the call.
 
-The loop only runs while calls are in flight: a handler must not rely on background tasks it started outliving
-its call (keep such work on a thread of its own, as the MCP client does with ``LoopBridge``).
+A sync call that cannot use the system loop without deadlocking or running someone else's tasks (an async
+handler calling the system synchronously, a sync ``call()`` made on the adopted loop's own thread, or while
+the adopted loop is stopped between a host's ``run_until_complete`` calls) runs on a side loop: handlers
+should not expect their loop-bound clients to work there (use ``acall`` from async code).
+
+The private loop only runs while calls are in flight: a handler must not rely on background tasks it started
+outliving its call (keep such work on a thread of its own, as the MCP client does with ``LoopBridge``).
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from ._bridge import _with_timeout
+from ._watchdog import Watchdog
 
 __all__ = ["SharedLoop"]
 
@@ -33,41 +44,95 @@ _get_ident = threading.get_ident
 
 
 class SharedLoop:
-    """One persistent event loop, run on demand by its callers (see the module docstring)."""
+    """The event loop of a system's async handlers: a host's adopted loop or a private one run on demand by
+    its callers (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, watchdog: Watchdog | None = None) -> None:
+        self._watchdog = watchdog  # times out the calls a caller runs inline (cheaper than a loop timer)
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._adopted = False  # _loop is a host's running loop (lent by acall), not ours to run or close
+        self._used = False  # the private loop has run a handler: its clients may be bound to it
         self._state = threading.Lock()
-        self._owner: int | None = None  # ident of the thread running the loop right now
+        self._owner: int | None = None  # ident of the thread running the private loop right now
         self._handed_over = 0  # calls waiting for the owner to run them
         self._nested: SharedLoop | None = None
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
+        """The loop async handlers run on now (the adopted one, else the private one, made on first use)."""
         loop = self._loop
         if loop is None:
             with self._state:
                 if self._loop is None:
-                    self._loop = asyncio.new_event_loop()
+                    self._loop, self._adopted = asyncio.new_event_loop(), False
                 loop = self._loop
         return loop
 
     def in_loop_thread(self) -> bool:
         """True inside a handler running on this loop."""
+        if self._adopted:
+            return self._loop is not None and asyncio.events._get_running_loop() is self._loop
         return self._owner == _get_ident()
 
+    def claim(self, running: asyncio.AbstractEventLoop) -> bool:
+        """For ``acall`` on ``running``: True when async handlers may run right there, because it is the
+        system's loop or now becomes it (nothing has run on another one that is still alive)."""
+        if self._loop is running:
+            return True
+        with self._state:
+            loop = self._loop
+            if loop is running:
+                return True
+            idle_private = (
+                not self._adopted and not self._used and self._owner is None and not self._handed_over
+            )
+            if loop is not None and not loop.is_closed() and not idle_private:
+                return False
+            if idle_private and loop is not None and not loop.is_closed():
+                loop.close()  # made but never used: nothing can be bound to it
+            self._loop, self._adopted = running, True
+            return True
+
+    async def run_elsewhere(self, coro: Coroutine[Any, Any, T], timeout: float | None, executor: Any) -> T:
+        """For ``acall`` on a loop that is not the system's: run ``coro`` there without blocking the caller."""
+        loop = self._loop
+        if self._adopted and loop is not None and loop.is_running():
+            return await asyncio.wrap_future(
+                asyncio.run_coroutine_threadsafe(_with_timeout(coro, timeout), loop)
+            )
+        caller = asyncio.get_running_loop()  # the private loop: a worker thread drives it
+        return await caller.run_in_executor(executor, self.run, coro, timeout)
+
+    def _side(self) -> SharedLoop:
+        if self._nested is None:
+            with self._state:
+                if self._nested is None:
+                    self._nested = SharedLoop(self._watchdog)
+        return self._nested
+
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
-        """Run ``coro`` on the shared loop and return its result; ``TimeoutError`` after ``timeout`` seconds."""
+        """Run ``coro`` on the system's loop and return its result; ``TimeoutError`` after ``timeout`` seconds."""
         me = _get_ident()
         if self._owner == me:  # an async handler of this loop made a sync call back into the system
-            if self._nested is None:
-                self._nested = SharedLoop()
-            return self._nested.run(coro, timeout)
+            return self._side().run(coro, timeout)
+        if self._adopted:
+            adopted = self._loop
+            assert adopted is not None
+            if adopted.is_running():
+                if asyncio.events._get_running_loop() is adopted:  # a blocking call on the host loop's thread
+                    return self._side().run(coro, timeout)
+                return asyncio.run_coroutine_threadsafe(_with_timeout(coro, timeout), adopted).result()
+            if not adopted.is_closed():  # the host stopped it for now: never run its tasks from here
+                return self._side().run(coro, timeout)
+            with self._state:  # the host's loop is gone: back to a private loop
+                if self._loop is adopted:
+                    self._loop, self._adopted = None, False
         loop = self.loop
         with self._state:
             inline = self._owner is None
             if inline:
                 self._owner = me
+                self._used = True
             else:
                 self._handed_over += 1
         if inline:
@@ -80,15 +145,36 @@ class SharedLoop:
         outer = asyncio.events._get_running_loop()
         if outer is not None:  # a sync call from inside another loop: set that loop aside meanwhile
             asyncio.events._set_running_loop(None)
+        timed_out: list[bool] = []
+        token = None
+        watchdog = self._watchdog
         try:
-            task = loop.create_task(_with_timeout(coro, timeout))
-            loop.run_until_complete(task)
+            if timeout is None or watchdog is None:
+                task = loop.create_task(_with_timeout(coro, timeout))
+            else:  # the watchdog cancels the task from its thread when the deadline passes
+                task = loop.create_task(coro)
+
+                def expire() -> None:
+                    timed_out.append(True)
+                    loop.call_soon_threadsafe(task.cancel)
+
+                token = watchdog.arm_call(timeout, expire)
+            try:
+                loop.run_until_complete(task)
+            except asyncio.CancelledError:
+                if not timed_out:
+                    raise
+            finally:
+                if token is not None and watchdog is not None:
+                    watchdog.armed.pop(token, None)
             while True:  # other threads handed calls over while we ran the loop: run it until they are done
                 with self._state:
                     if self._handed_over == 0:
                         self._owner = None
                         break
                 loop.run_until_complete(asyncio.sleep(0.0005))
+            if timed_out and task.cancelled():
+                raise TimeoutError(f"timed out after {timeout:g} s")
             return task.result()
         finally:
             if self._owner == _get_ident():  # left by an exception (KeyboardInterrupt): do not strand anyone
@@ -133,10 +219,14 @@ class SharedLoop:
         return box[0].result()
 
     def close(self) -> None:
-        """Cancel what is left on the loop and close it (call when no call is in flight)."""
+        """Cancel what is left on the private loop and close it (call when no call is in flight); an adopted
+        loop belongs to its host and is left alone."""
         if self._nested is not None:
             self._nested.close()
         loop = self._loop
+        if self._adopted:
+            self._loop, self._adopted = None, False
+            return
         if loop is None or loop.is_closed() or loop.is_running():
             return
         pending = [t for t in asyncio.all_tasks(loop) if not t.done()]

@@ -8,20 +8,30 @@ next Python instruction: code blocked inside one long C call is interrupted when
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["HandlerTimeout", "Watchdog"]
 
-_set_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
-    ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
-)
-# the same function with a NULL exception clears a pending one
-_clear_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
-    ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
-)
+_async_exc: list[Any] = []  # (set, clear) from ctypes, made when the watchdog starts (ctypes costs start-up)
+
+
+def _async_exc_functions() -> tuple[Any, Any]:
+    if not _async_exc:
+        import ctypes
+
+        set_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
+            ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
+        )
+        # the same function with a NULL exception clears a pending one
+        clear_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
+            ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
+        )
+        _async_exc[:] = [set_exc, clear_exc]
+    return _async_exc[0], _async_exc[1]
 
 
 _monotonic = time.monotonic
@@ -33,10 +43,11 @@ class HandlerTimeout(BaseException):
 
 
 class Watchdog:
-    """Arms deadlines for threads; one daemon thread fires the ones that pass."""
+    """Arms deadlines for threads (or callbacks); one daemon thread fires the ones that pass."""
 
     def __init__(self, resolution: float = 0.05) -> None:
-        self._armed: dict[int, tuple[float, int]] = {}  # token -> (deadline, thread ident)
+        # token -> (deadline, thread ident to interrupt, or a callback to call from the watchdog thread)
+        self._armed: dict[int, tuple[float, Any]] = {}
         self.armed = self._armed
         self._fired: set[int] = set()
         self._lock = threading.Lock()
@@ -50,6 +61,14 @@ class Watchdog:
     def arm(self, timeout: float) -> int:
         token = next(self._tokens)
         self._armed[token] = (_monotonic() + timeout, _get_ident())
+        if self._thread is None:
+            self.start()
+        return token
+
+    def arm_call(self, timeout: float, callback: Callable[[], object]) -> int:
+        """Call ``callback()`` on the watchdog thread when ``timeout`` seconds pass, unless disarmed first."""
+        token = next(self._tokens)
+        self._armed[token] = (_monotonic() + timeout, callback)
         if self._thread is None:
             self.start()
         return token
@@ -69,7 +88,7 @@ class Watchdog:
         with self._lock:
             if token in self._fired:
                 self._fired.discard(token)
-                _clear_async_exc(threading.get_ident(), None)  # drop it if it has not been raised yet
+                _async_exc_functions()[1](threading.get_ident(), None)  # drop it if not raised yet
                 return True
         return False
 
@@ -77,6 +96,7 @@ class Watchdog:
         """Start the watchdog thread (``arm`` does it on first use)."""
         if self._thread is not None:
             return
+        _async_exc_functions()  # ready before any deadline can fire
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="hermes-watchdog", daemon=True)
@@ -86,13 +106,19 @@ class Watchdog:
         while not self._stopped:
             self._wake.wait(self._resolution)
             now = time.monotonic()
-            for token, (deadline, ident) in list(self._armed.items()):
+            for token, (deadline, target) in list(self._armed.items()):
                 if deadline <= now:
                     with self._lock:
                         if self._armed.pop(token, None) is None:
                             continue  # disarmed meanwhile
+                        if callable(target):
+                            try:
+                                target()
+                            except Exception:  # a callback must not stop the watchdog
+                                pass
+                            continue
                         self._fired.add(token)
-                        _set_async_exc(ident, HandlerTimeout)
+                        _async_exc_functions()[0](target, HandlerTimeout)
 
     def stop(self) -> None:
         self._stopped = True

@@ -2,7 +2,9 @@
 
 Scanning every installed distribution costs 40-70 ms. The result is cached in a small JSON file keyed by
 the directories on ``sys.path`` and their modification times: installing or removing a distribution
-changes its site-packages directory's mtime, which invalidates the cache.
+changes its site-packages directory's mtime, which invalidates the cache. The current directory (on
+``sys.path`` as ``''`` under ``python -c`` and ``-m``) is keyed by the distribution metadata folders in it
+instead: its own mtime changes whenever any file there is created, which would make every start a cold one.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..fileio import atomic_write
+
 __all__ = ["GROUP", "EntryPointInfo", "discover"]
 
 GROUP = "hermes.tools"
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +42,31 @@ class EntryPointInfo:
         return attr or None
 
 
+def _metadata_key(directory: str) -> list[object]:
+    """The distribution metadata folders of ``directory`` and their mtimes (what entry points come from)."""
+    found: list[object] = []
+    try:
+        with os.scandir(directory) as it:
+            for item in it:
+                if item.name.endswith((".dist-info", ".egg-info")):
+                    found.append([item.name, item.stat().st_mtime_ns])
+    except OSError:
+        pass
+    return sorted(found, key=str)
+
+
 def _path_key() -> list[list[object]]:
     key: list[list[object]] = []
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        cwd = ""
     for entry in sys.path:
+        if entry in ("", ".") or entry == cwd:
+            key.append([entry, _metadata_key(entry or ".")])
+            continue
         try:
-            st = os.stat(entry or ".")
+            st = os.stat(entry)
         except OSError:
             continue
         key.append([entry, st.st_mtime_ns])
@@ -84,14 +108,8 @@ def discover(cache_file: Path | None, group: str = GROUP) -> list[EntryPointInfo
             "key": key,
             "entry_points": [[e.name, e.value, e.distribution, e.version] for e in found],
         }
-        try:
-            cache_file.parent.mkdir(parents=True, exist_ok=True)
-            import tempfile
-
-            fd, tmp = tempfile.mkstemp(dir=cache_file.parent, prefix=".eps-")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(payload, fh)
-            os.replace(tmp, cache_file)
+        try:  # a cache: losing it in a crash only costs a rescan, so no fsync
+            atomic_write(cache_file, json.dumps(payload), fsync=False)
         except OSError:
             pass
     return found

@@ -6,6 +6,7 @@ One broken plugin never takes the others down: its error is recorded on its ``Pl
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -14,7 +15,7 @@ import logging
 import sys
 import time
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,10 +23,11 @@ from typing import Any
 import pluggy
 
 from .. import hookspecs
-from .._trace import trace, trace_enabled
+from .._trace import trace
 from ..registry import Provenance, ReservedToolName, ToolRegistry, bound_registry, provenance
 from ._dropin import scan_directory
 from ._entrypoints import EntryPointInfo, discover
+from ._hooks import HookRunner, refusals
 from ._precedence import Arbiter, announce_once, first_party_module, is_first_party_entry_point
 
 __all__ = ["PluginHost", "PluginLoadError", "PluginRecord"]
@@ -96,6 +98,7 @@ class PluginHost:
         self.blocked = frozenset(blocked)
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
+        self.hooks = HookRunner(self.pm)
         self.records: dict[str, PluginRecord] = {}
         self._sid = next(_system_ids)
         self.arbiter = Arbiter(overrides=dict(overrides or {}))
@@ -103,6 +106,7 @@ class PluginHost:
         self.on_evict: Callable[[str], None] | None = None  # drops an evicted plugin's toolsets
         self._first_party_module: str | None = None
         self._tools_ran: set[str] = set()  # plugins whose register_tools already ran
+        self._generation_before = 0  # the registry's generation when the running plugin began to register
 
     # -- bookkeeping -------------------------------------------------------------------------------------
 
@@ -139,6 +143,11 @@ class PluginHost:
             self.pm.register(plugin, name=record.name)
         except Exception as err:  # pluggy validation: unknown hook, bad argument names, same object twice
             self._fail(record, "register", err)
+            return False
+        refused = refusals(self.pm, plugin)
+        if refused:  # hook options the runner cannot honour: refused loudly rather than misbehaving
+            self.pm.unregister(plugin)
+            self._fail(record, "register", pluggy.PluginValidationError(plugin, "; ".join(refused)))
             return False
         record.hooks = sorted(
             {impl.name for impl in self.pm.get_hookcallers(plugin) or []}  # type: ignore[attr-defined]
@@ -214,13 +223,15 @@ class PluginHost:
             if not verdict.eligible:
                 record.status = "skipped"
                 record.note = verdict.reason
+                if verdict.problem:  # meant as a plugin, but the scan sees nothing it registers
+                    record.stage, record.error = "scan", verdict.reason
                 self._record(record)
                 continue
             if self._record(record).status == "failed":
                 continue
-            self._exec_dropin(record, verdict.path)
+            self._exec_dropin(record, verdict.path, verdict.detail)
 
-    def _exec_dropin(self, record: PluginRecord, path: Path) -> None:
+    def _exec_dropin(self, record: PluginRecord, path: Path, detail: str = "") -> None:
         modname = f"hermes_dropin_{self._sid}.{path.stem}"
         origin = Provenance(plugin=record.name, source="drop-in")
         before = self.registry.generation
@@ -248,6 +259,10 @@ class PluginHost:
         marker = f"{hookspecs.PROJECT}_impl"
         if any(hasattr(value, marker) for value in vars(module).values()):
             self._add_to_pm(record, module)
+        elif not record.tools:
+            record.note = "imported, but it registered no tool and implements no hook" + (
+                f" ({detail})" if detail else ""
+            )
 
     def add_plugin(self, plugin: object, name: str | None = None) -> PluginRecord:
         """Register an in-process plugin object or module (the ``plugins=`` argument, tests, hosts)."""
@@ -270,42 +285,60 @@ class PluginHost:
             if entry.plugin == plugin_name:
                 self.registry.deregister(entry.name)
 
-    def _record_for(self, plugin: object) -> PluginRecord | None:
-        name = self.pm.get_name(plugin)
-        return self.records.get(name) if name else None
+    @contextlib.contextmanager
+    def _registering(self, plugin_name: str) -> Iterator[None]:
+        """Bind the registry and the plugin's provenance; a registration that raises is rolled back at once."""
+        record = self.records.get(plugin_name)
+        origin = (
+            Provenance(record.name, record.distribution, record.version, record.source)
+            if record is not None
+            else Provenance(plugin_name)
+        )
+        before = self._generation_before = self.registry.generation
+        try:
+            with bound_registry(self.registry), provenance(origin):
+                yield
+        except Exception:
+            self._rollback(plugin_name, before)
+            raise
 
     def run_register_tools(self, only: object = None, *, first_party_only: bool = False) -> None:
         """Call every ``register_tools`` impl not yet run (or only ``only``'s, or only the built-ins'), the
         built-ins first; a failing plugin's tools are removed and it is unregistered."""
-        for impl in self._first_party_first(reversed(self.pm.hook.register_tools.get_hookimpls())):
-            if only is not None and impl.plugin is not only:
-                continue
-            record = self._record_for(impl.plugin)
+
+        def wanted(plugin_name: str) -> bool:
+            record = self.records.get(plugin_name)
             if record is None or record.status != "loaded" or record.name in self._tools_ran:
-                continue
+                return False
             if first_party_only and not record.first_party:
-                continue
+                return False
             self._tools_ran.add(record.name)
-            origin = Provenance(record.name, record.distribution, record.version, record.source)
-            before = self.registry.generation
-            try:
-                with bound_registry(self.registry), provenance(origin):
-                    impl.function(**{arg: self.registry for arg in impl.argnames})
-            except Exception as err:
-                if trace_enabled():
-                    trace(f"register_tools {record.name} args={{'registry': ...}} -> raised {err!r}")
-                self._rollback(record.name, before)
-                self.pm.unregister(impl.plugin)
+            return True
+
+        for step in self.hooks.each(
+            "register_tools",
+            {"registry": self.registry},
+            only=only,
+            around=self._registering,
+            order=self._first_party_first,
+            want=wanted,
+        ):
+            record = self.records.get(step.plugin_name)
+            if record is None or record.status != "loaded":
+                continue
+            before = self._generation_before
+            if step.error is not None:
+                self.pm.unregister(step.plugin)
                 self._settle_evictions()
-                self._fail(record, "register_tools", err)
+                self._fail(record, "register_tools", step.error)
                 continue
             self._settle_evictions()
             if self._refused_quietly(record, before):
-                self.pm.unregister(impl.plugin)
+                self.pm.unregister(step.plugin)
                 continue
             record.tools = [e.name for e in self.registry.entries() if e.plugin == record.name]
-            if trace_enabled():
-                trace(f"register_tools {record.name} args={{'registry': ...}} -> registered {record.tools}")
+            if self.hooks.trace:
+                trace(f"register_tools {record.name} -> registered {record.tools}")
 
     def run_register_toolsets(
         self, define_many: Callable[[dict[str, Any], str], None], only: object = None
@@ -314,21 +347,18 @@ class PluginHost:
 
         A bad definition is recorded on the plugin (its tools stay registered); strict mode raises.
         """
-        for impl in self._first_party_first(reversed(self.pm.hook.register_toolsets.get_hookimpls())):
-            if only is not None and impl.plugin is not only:
-                continue
-            record = self._record_for(impl.plugin)
+        for step in self.hooks.each("register_toolsets", {}, only=only, order=self._first_party_first):
+            record = self.records.get(step.plugin_name)
             if record is None or record.status != "loaded":
                 continue
             try:
-                specs = impl.function()
-                if trace_enabled():
-                    trace(f"register_toolsets {record.name} args={{}} -> {specs!r}")
-                if specs is None:
+                if step.error is not None:
+                    raise step.error
+                if step.value is None:
                     continue
-                if not isinstance(specs, dict):
-                    raise TypeError(f"register_toolsets must return a dict, got {type(specs).__name__}")
-                define_many(specs, record.name)
+                if not isinstance(step.value, dict):
+                    raise TypeError(f"register_toolsets must return a dict, got {type(step.value).__name__}")
+                define_many(step.value, record.name)
             except Exception as err:
                 record.stage = "register_toolsets"
                 record.error = _error_text(err)
@@ -365,7 +395,8 @@ class PluginHost:
 
     def _first_party_first(self, impls: Iterable[Any]) -> list[Any]:
         def rank(impl: Any) -> bool:
-            record = self._record_for(impl.plugin)
+            name = self.pm.get_name(impl.plugin)
+            record = self.records.get(name) if name else None
             return not (record is not None and record.first_party)
 
         return sorted(impls, key=rank)

@@ -1,21 +1,24 @@
-"""Refuse tool schemas that are not valid JSON Schema, without paying for jsonschema on a warm start.
+"""Refuse tool schemas that are not valid JSON Schema: ``SchemaChecker``, the registry's schema check.
 
-Verdicts are keyed by a hash of the canonical schema text. Valid hashes are remembered in memory and
-in a small file under the cache dir, so a warm start checks hashes only; jsonschema (about 180 ms to
-import) is loaded the first time an unseen schema arrives. Invalid schemas are never cached.
+A schema is checked against the 2020-12 metaschema by ``_metacheck``: a few microseconds, less than hashing
+it would cost, so those verdicts are not cached. A schema naming another dialect goes to jsonschema, which
+costs milliseconds (and about 180 ms to import); those verdicts are keyed by a hash of the canonical schema
+text, remembered in memory and in a small file under the cache dir, so a warm start checks hashes only.
+Invalid schemas are never cached.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..fileio import atomic_write
 from ..registry import InvalidSchemaError
+from ._metacheck import check
 
 __all__ = ["SchemaChecker", "schema_problems"]
 
@@ -30,6 +33,14 @@ def _key(params: Any) -> str:
 
 def schema_problems(params: Any) -> list[str]:
     """Check a parameters schema against its metaschema (Draft 2020-12 unless ``$schema`` says otherwise)."""
+    found = check(params)
+    if found is not None:
+        return found
+    return metaschema_problems(params)
+
+
+def metaschema_problems(params: Any) -> list[str]:
+    """``schema_problems`` through ``jsonschema`` itself (any dialect it knows; slow)."""
     from jsonschema import exceptions, validators
 
     try:
@@ -44,7 +55,8 @@ def schema_problems(params: Any) -> list[str]:
 
 
 class SchemaChecker:
-    """The registry's schema checker: metaschema verdicts cached by hash, on disk under ``cache_path``."""
+    """The registry's schema check (a ``hermes_core.registry.SchemaCheck``): metaschema verdicts cached by hash,
+    on disk under ``cache_path``."""
 
     def __init__(self, cache_path: Path | None = None) -> None:
         self.cache_path = cache_path
@@ -66,6 +78,11 @@ class SchemaChecker:
 
     def __call__(self, name: str, schema: Mapping[str, Any]) -> None:
         params = schema.get("parameters", {"type": "object", "properties": {}})
+        found = check(params)  # 2020-12: checking costs less than hashing for the cache
+        if found == []:
+            return
+        if found:
+            raise InvalidSchemaError(f"tool {name!r}: parameters are not valid JSON Schema: {found[0]}")
         try:
             key = _key(params)
         except (TypeError, ValueError) as err:
@@ -87,16 +104,10 @@ class SchemaChecker:
         """Write newly learned verdicts to the cache file (atomically); errors only cost a rescan later."""
         if not self._new or self.cache_path is None:
             return
-        try:
-            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-            with _lock:
-                data = json.dumps(sorted(_known_valid))
-            import tempfile
-
-            fd, tmp = tempfile.mkstemp(dir=self.cache_path.parent, prefix=".verdicts-")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(data)
-            os.replace(tmp, self.cache_path)
+        with _lock:
+            data = json.dumps(sorted(_known_valid))
+        try:  # a cache: losing it in a crash only costs a recheck, so no fsync
+            atomic_write(self.cache_path, data, fsync=False)
             self._new = False
         except OSError:
             pass

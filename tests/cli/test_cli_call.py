@@ -91,3 +91,26 @@ def test_call_toolset_option_limits_what_may_run(greet_home: Path, run: Run) -> 
 def test_call_help_documents_exit_codes(run: Run) -> None:
     result = run("call", "--help")
     assert "0 ok, 1 error, 3 blocked" in result.stdout and "4 denied" in result.stdout
+
+
+def test_call_refuses_argument_names_the_tool_does_not_take(greet_home: Path, run: Run) -> None:
+    typo = run("call", "greet", "nmae=bob")
+    assert typo.exit_code == 2
+    assert "greet has no argument 'nmae' (did you mean 'name'?)" in typo.stderr
+    assert "it takes: name, times" in typo.stderr
+    as_json = run("call", "greet", '{"name": "a", "shout": true}')
+    assert as_json.exit_code == 2 and "'shout'" in as_json.stderr
+    assert run("call", "greet", "name=bob").exit_code == 0
+
+
+def test_call_reads_arguments_from_stdin_and_files(greet_home: Path, run: Run, tmp_path: Path) -> None:
+    piped = run("call", "greet", "-", input='{"name": "stdin", "times": 2}')
+    assert piped.exit_code == 0 and piped.stdout.strip() == "hello stdin hello stdin"
+    args = tmp_path / "args.json"
+    args.write_text('{"name": "file"}')
+    from_file = run("call", "greet", f"@{args}")
+    assert from_file.exit_code == 0 and from_file.stdout.strip() == "hello file"
+    missing = run("call", "greet", f"@{tmp_path / 'nope.json'}")
+    assert missing.exit_code == 2 and "cannot read" in missing.stderr
+    not_an_object = run("call", "greet", "-", input="[1, 2]")
+    assert not_an_object.exit_code == 2 and "from standard input must be an object" in not_an_object.stderr

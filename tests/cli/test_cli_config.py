@@ -24,6 +24,15 @@ def test_config_path_follows_hermes_home_and_option(home: Path, run: Run, tmp_pa
     assert run("--config", str(other), "config", "path").stdout.strip() == str(other)
 
 
+def test_config_path_also_names_the_drop_in_folder(home: Path, run: Run, tmp_path: Path) -> None:
+    result = run("config", "path")
+    assert result.stdout == f"{home / 'config.toml'}\n"  # one line on stdout, for scripts
+    assert f"# drop-in plugin folder: {home / 'plugins'}" in result.stderr
+    assert f"# data: {home / 'data'}" in result.stderr
+    other = run("--plugins-dir", str(tmp_path / "mine"), "config", "path")
+    assert f"# drop-in plugin folder: {tmp_path / 'mine'}" in other.stderr
+
+
 def test_config_show_masks_secrets_and_keeps_references(home: Path, run: Run) -> None:
     (home / "config.toml").write_text(
         "[plugins.weather]\n"

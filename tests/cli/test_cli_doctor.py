@@ -167,3 +167,75 @@ def test_import_check_times_out_and_reports_exits(tmp_path: Path) -> None:
     exits.write_text("import sys\nsys.exit('bye')\n")
     check = import_check(PluginRecord(name="dropin:exits", source="drop-in", path=str(exits)))
     assert check.ok is False and check.error == "SystemExit: bye"
+
+
+MISMATCHED = """
+from hermes_core import registry
+
+def needs_city(city, units):        # 'units' is optional in the schema but has no default here
+    return city
+
+def strict(a):                       # the schema also offers 'b', which this handler cannot take
+    return a
+
+def legacy(args, **kw):              # the reference style: one dict (detected, not a problem)
+    return args["a"]
+
+props = {"a": {"type": "integer"}, "b": {"type": "integer"}}
+registry.register(name="needs_city", toolset="sig", handler=needs_city,
+                  schema={"name": "needs_city", "parameters": {"type": "object", "required": ["city"],
+                          "properties": {"city": {"type": "string"}, "units": {"type": "string"}}}})
+registry.register(name="strict", toolset="sig", handler=strict,
+                  schema={"name": "strict", "parameters": {"type": "object", "properties": props}})
+registry.register(name="legacy", toolset="sig", handler=legacy,
+                  schema={"name": "legacy", "parameters": {"type": "object", "properties": props}})
+"""
+
+
+def test_handler_signatures_are_checked_against_their_schemas(home: Path, run: Run) -> None:
+    write_plugin(home, "sig", MISMATCHED)
+    code, report = doctor(run)
+    assert code == 1
+    found = {p["message"] for p in problems_of(report, "dropin:sig") if p["check"] == "signature"}
+    assert any("'needs_city'" in m and "'units' has no default" in m for m in found)
+    assert any("'strict'" in m and "property 'b' is not a parameter" in m for m in found)
+    assert any(
+        "'strict'" in m and "'a' has no default but the schema does not require it" in m for m in found
+    )
+    assert not any("'legacy'" in m for m in found)
+    assert len(found) == 3
+    ok = run("call", "legacy", "a=4")
+    assert ok.exit_code == 0 and ok.stdout.strip() == "4"
+
+
+def test_a_fresh_install_is_healthy_even_in_strict_mode(home: Path, run: Run) -> None:
+    code, report = doctor(run, "--strict")
+    assert code == 0 and report["ok"] is True
+    [clarify] = [p for p in report["problems"] if "'clarify'" in p["message"]]
+    assert clarify["severity"] == "info" and "by design" in clarify["message"]
+
+
+def test_each_problem_is_printed_once(greet_home: Path, run: Run) -> None:
+    write_plugin(greet_home, "broken", BROKEN_IMPORT)
+    write_plugin(greet_home, "zclash", CLASH)
+    result = run("plugins", "doctor")
+    out = result.stdout + result.stderr
+    assert out.count("hermes_no_such_module_xyz'") == 2  # the problem line: message and fix, nothing more
+    assert out.count("clashes with") == 1
+    assert "hermes: error" not in result.stderr  # the load-time log lines are the report's job here
+
+
+def test_unknown_toolsets_in_disabled_are_warnings(home: Path, run: Run) -> None:
+    (home / "config.toml").write_text('[toolsets]\ndisabled = ["homeassistant", "memroy"]\n')
+    listed = run("tools", "list")
+    assert listed.exit_code == 0 and "read_file" in listed.stdout
+    called = run("call", "read_file", "path=nothing.txt")
+    assert called.exit_code != 2 and "read_file" not in called.stderr  # the call ran: the config is fine
+    _, report = doctor(run)
+    warnings = [p for p in report["problems"] if p["plugin"] == "config" and p["check"] == "toolsets"]
+    assert {p["severity"] for p in warnings} == {"warning"} and len(warnings) == 2
+    assert any("'homeassistant'" in p["message"] for p in warnings)
+    assert any("did you mean 'memory'" in p["message"] for p in warnings)
+    (home / "config.toml").write_text('[toolsets]\nenabled = ["homeassistant"]\n')
+    broken = run("tools", "list")
+    assert broken.exit_code == 2 and "homeassistant" in broken.stderr  # enabling one still fails loudly

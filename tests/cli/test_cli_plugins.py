@@ -120,3 +120,20 @@ def test_rich_tables_on_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
     assert "[bold]x[/bold]" in out  # plugin text is shown literally, never as markup
     assert "a,b" in out and "tools" in out
     assert "\t" not in out  # a table, not the plain tab-separated form
+
+
+def test_plugins_list_names_the_drop_in_folder_and_lists_mcp_servers(home: Path, run: Run) -> None:
+    import sys
+
+    server = Path(__file__).resolve().parents[1] / "mcp" / "echo_server.py"
+    (home / "config.toml").write_text(
+        f"[mcp.servers.demo]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(server))}]\n"
+    )
+    result = run("plugins", "list")
+    assert result.exit_code == 0
+    assert f"# drop-in folder: {home / 'plugins'}" in result.stderr
+    row = next(line.split("\t") for line in result.stdout.splitlines() if line.startswith("mcp:demo"))
+    assert row[3] == "mcp" and row[4] == "ready" and "add" in row[6].split(",")
+    rows = json.loads(run("plugins", "list", "--json").stdout)
+    demo = next(r for r in rows if r["name"] == "mcp:demo")
+    assert demo["source"] == "mcp" and "add" in demo["tools"]

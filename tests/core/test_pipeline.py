@@ -155,8 +155,13 @@ def test_async_handler_timeout_per_tool() -> None:
         return "late"
 
     s.registry.register(name="slow", toolset="t", schema=schema("slow"), handler=slow, timeout=0.2)
-    out = s.call_outcome("slow")
-    assert out.error_kind == "timeout"
+    started = time.monotonic()
+    out = s.call_outcome("slow")  # a sync caller: the watchdog cancels the task it runs
+    assert out.error_kind == "timeout" and "0.2 s" in out.result
+    assert time.monotonic() - started < 2
+    assert s.call("add", {"a": 1, "b": 1}) == "2"  # the loop is left clean for the next call
+    native = asyncio.run(s.acall_outcome("slow"))  # native: a timeout in the awaiting task
+    assert native.error_kind == "timeout"
     s.close()
 
 
@@ -409,6 +414,47 @@ def test_acall_is_native_and_runs_sync_handlers_off_the_loop() -> None:
     s.close()
 
 
+def test_acall_runs_async_handlers_natively_on_the_callers_loop() -> None:
+    s = make()
+    client = register_async(s)
+    seen: list[tuple[Any, Any]] = []
+
+    async def where() -> str:
+        seen.append((asyncio.get_running_loop(), asyncio.current_task()))
+        return "here"
+
+    s.registry.register(name="where", toolset="t", schema=schema("where"), handler=where)
+
+    async def host() -> tuple[Any, Any, list[str]]:
+        me = asyncio.current_task()
+        assert await s.acall("where") == "here" and await s.acall("fetch") == "fetched"
+        loop = asyncio.get_running_loop()
+        # a sync call from a worker thread while the host loop runs is served by that same loop
+        from_thread = await loop.run_in_executor(None, s.call, "fetch")
+        blocking = s.call("where")  # a blocking call on the loop's own thread: a side loop, no deadlock
+        return loop, me, [from_thread, blocking]
+
+    loop, task, results = asyncio.run(host())
+    assert seen[0] == (loop, task)  # in the awaiting task itself: no thread hop
+    assert client.loop is loop and results == ["fetched", "here"]
+    assert seen[1][0] is not loop
+    assert s.call("where") == "here"  # the host's loop is closed now: back to a private loop
+    s.close()
+
+
+def test_acall_hands_over_when_the_private_loop_holds_state() -> None:
+    s = make()
+    client = register_async(s)
+    assert s.call("fetch") == "fetched"  # the private loop ran first: the client is bound to it
+
+    async def host() -> list[str]:
+        return list(await asyncio.gather(s.acall("fetch"), s.acall("fetch")))
+
+    assert asyncio.run(host()) == ["fetched", "fetched"]
+    assert client.loop is s.pipeline.bridge.loop and not client.loop.is_closed()
+    s.close()
+
+
 def test_async_handler_calling_the_system_synchronously_does_not_deadlock() -> None:
     s = make()
     register_async(s)
@@ -537,6 +583,8 @@ def test_saved_full_output_is_readable_from_outside_the_workspace(
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("HERMES_HOME")  # the platform's data dir, under the (fake) home
+    for var in ("XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"):  # which would move it elsewhere
+        monkeypatch.delenv(var, raising=False)
     workspace = tmp_path / "project"
     workspace.mkdir()
     s = ToolSystem.load(
@@ -675,4 +723,85 @@ def test_async_calls_from_several_threads_run_concurrently_on_the_one_loop() -> 
         t.join()
     assert results == {i: f"met {i}" for i in range(4)}
     assert loops == {id(s.pipeline.bridge.loop)}
+    s.close()
+
+
+# -- handler styles and call_many width --------------------------------------------------------------------
+
+
+def test_reference_style_handlers_get_the_arguments_as_one_dict() -> None:
+    s = make()
+    props = {"a": {"type": "integer"}, "b": {"type": "integer"}}
+
+    def legacy(args, **kw):  # the reference system's convention, detected from the signature
+        return f"{args['a'] + args['b']} in {kw['context'].tool_name}"
+
+    def typed(payload: dict[str, Any]) -> int:  # detected by its dict annotation
+        return payload["a"] * 10
+
+    def declared(values):  # neither named nor annotated: declared at registration
+        return sorted(values)
+
+    s.registry.register(
+        name="legacy", toolset="t", schema=schema("legacy", props, ["a", "b"]), handler=legacy
+    )
+    s.registry.register(name="typed", toolset="t", schema=schema("typed", props), handler=typed)
+    s.registry.register(
+        name="declared", toolset="t", schema=schema("declared", props), handler=declared, handler_style="dict"
+    )
+    assert s.call("legacy", '{"a": "2", "b": 3}') == "5 in legacy"  # coerced and validated first
+    assert s.call("typed", {"a": 4}) == "40"
+    assert s.call("declared", {"a": 1, "b": 2}) == '["a", "b"]'
+    assert s.call_outcome("legacy", {"a": "x"}).error_kind == "invalid_arguments"
+    with pytest.raises(ValueError, match="handler_style"):
+        s.registry.register(
+            name="bad", toolset="t", schema=schema("bad"), handler=typed, handler_style="positional"
+        )
+    s.close()
+
+
+def test_call_many_width_is_configurable() -> None:
+    s = make(config={"limits": {"max_parallel_calls": 4}})
+    lock = threading.Lock()
+    running = [0, 0]  # now, peak
+
+    def slow(i: int) -> int:
+        with lock:
+            running[0] += 1
+            running[1] = max(running[1], running[0])
+        time.sleep(0.05)
+        with lock:
+            running[0] -= 1
+        return i
+
+    s.registry.register(
+        name="slow",
+        toolset="t",
+        schema=schema("slow", {"i": {"type": "integer"}}),
+        handler=slow,
+        parallel_safe=True,
+    )
+    calls = [("slow", {"i": i}) for i in range(12)]
+    assert s.call_many(calls) == [str(i) for i in range(12)]
+    assert running[1] == 4  # the configured width
+    running[1] = 0
+    barrier = threading.Barrier(12, timeout=5)
+
+    def meet(i: int) -> int:
+        barrier.wait()  # passes only when all twelve run at once
+        return i
+
+    s.registry.register(
+        name="meet",
+        toolset="t",
+        schema=schema("meet", {"i": {"type": "integer"}}),
+        handler=meet,
+        parallel_safe=True,
+    )
+    assert s.call_many([("meet", {"i": i}) for i in range(12)], max_parallel=12) == [
+        str(i) for i in range(12)
+    ]
+    assert s.call_many(calls, max_parallel=1) == [str(i) for i in range(12)] and running[1] == 1
+    with pytest.raises(ValueError, match="max_parallel"):
+        s.call_many(calls, max_parallel=0)
     s.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -110,7 +111,7 @@ def test_scan_cache_makes_warm_scans_parse_nothing(tmp_path: Path, monkeypatch: 
     def no_parse(*_a: object, **_k: object) -> None:
         raise AssertionError("a warm scan must not parse")
 
-    monkeypatch.setattr(dropin, "scan_source", no_parse)
+    monkeypatch.setattr(dropin, "analyse_source", no_parse)
     assert [v.eligible for v in scan_directory(plugins, cache)] == [True] * 5
     # an edited file is parsed again; a corrupt cache means a full rescan
     monkeypatch.undo()
@@ -161,6 +162,29 @@ def test_entry_points_are_discovered_and_cached(tmp_path: Path, monkeypatch: pyt
     os.utime(site, ns=(1, 1))
     system2 = ToolSystem.load(plugins_dir=False)
     assert "pong2" in system2.registry and "ping" in system2.registry
+
+
+def test_the_entry_point_cache_survives_files_coming_and_going_in_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hermes_core.plugins import _entrypoints
+
+    work = tmp_path / "project"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.syspath_prepend("")  # python -c and python -m put the current directory first
+    cache = tmp_path / "eps.json"
+    scans: list[int] = []
+    real_scan = _entrypoints._scan
+    monkeypatch.setattr(_entrypoints, "_scan", lambda group: scans.append(1) or real_scan(group))
+    _entrypoints.discover(cache)
+    (work / "notes.txt").write_text("a new file changes the directory's mtime")
+    os.utime(work, ns=(5, 5))
+    _entrypoints.discover(cache)
+    assert len(scans) == 1  # still warm
+    (work / "hermes_local-1.0.dist-info").mkdir()  # but distribution metadata in it is seen
+    _entrypoints.discover(cache)
+    assert len(scans) == 2
 
 
 def test_broken_entry_points_do_not_stop_loading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -333,3 +357,111 @@ def test_plugins_added_and_removed_at_run_time() -> None:
     system.unregister_plugin("adder")
     assert "add1" not in system.registry and "late-set" not in system.toolsets.names()
     assert system.call_outcome("add1", {"n": 1}).error_kind == "unknown_tool"
+
+
+SCHEMA = '{"name": NAME, "parameters": {"type": "object", "properties": {}}}'
+REGISTRATION_FORMS = {
+    "alias": """
+        from hermes_core import registry as r
+        NAME = "via_alias"
+        r.register(name=NAME, toolset="forms", schema=SCHEMA, handler=lambda: NAME)
+    """,
+    "in_if": """
+        import os
+        from hermes_core import registry
+        NAME = "in_if"
+        if os.sep:
+            registry.register(name=NAME, toolset="forms", schema=SCHEMA, handler=lambda: NAME)
+    """,
+    "loop": """
+        from hermes_core import registry
+        for NAME in ("loop_a", "loop_b"):
+            registry.register(name=NAME, toolset="forms", schema=SCHEMA, handler=lambda: "looped")
+    """,
+    "helper": """
+        from hermes_core import registry
+
+        def add_tool(NAME):
+            registry.register(name=NAME, toolset="forms", schema=SCHEMA, handler=lambda: NAME)
+
+        add_tool("from_helper")
+    """,
+    "module_import": """
+        import hermes_core
+        NAME = "module_import"
+        hermes_core.registry.register(name=NAME, toolset="forms", schema=SCHEMA, handler=lambda: NAME)
+    """,
+    "reassigned": """
+        from hermes_core.registry import register as add
+        NAME = "reassigned"
+        add(name=NAME, toolset="forms", schema=SCHEMA, handler=lambda: NAME)
+    """,
+    "hook_alias": """
+        from hermes_core import hookimpl as hook
+
+        @hook
+        def register_tools(registry):
+            NAME = "hook_alias"
+            registry.register(name=NAME, toolset="forms", schema=SCHEMA, handler=lambda: NAME)
+    """,
+}
+
+
+def test_every_form_of_registration_is_found(tmp_path: Path) -> None:
+    plugins = tmp_path / "plugins"
+    for name, body in REGISTRATION_FORMS.items():
+        write(plugins / f"{name}.py", body.replace("SCHEMA", SCHEMA))
+    system = ToolSystem.load(plugins_dir=plugins, load_entry_points=False)
+    statuses = {r.name: (r.status, r.error) for r in system.plugin_records()}
+    assert statuses == {f"dropin:{name}": ("loaded", None) for name in REGISTRATION_FORMS}
+    expected = {
+        "via_alias",
+        "in_if",
+        "loop_a",
+        "loop_b",
+        "from_helper",
+        "module_import",
+        "reassigned",
+        "hook_alias",
+    }
+    assert set(system.registry.names()) == expected
+    assert system.call("from_helper") == "from_helper"
+
+
+def test_files_meant_as_plugins_that_register_nothing_are_reported(tmp_path: Path) -> None:
+    plugins = tmp_path / "plugins"
+    marker = tmp_path / "executed"
+    write(
+        plugins / "forgot.py",
+        f"""
+        from hermes_core import ToolError
+        open({str(marker)!r}, "w").write("ran")
+
+        def tool():
+            raise ToolError("never registered")
+        """,
+    )
+    write(
+        plugins / "never_called.py",
+        f"""
+        from hermes_core import registry
+
+        def setup():
+            registry.register(name="later", toolset="t", schema={SCHEMA.replace("NAME", '"later"')}, handler=print)
+        """,
+    )
+    system = ToolSystem.load(plugins_dir=plugins, load_entry_points=False)
+    records = {r.name: r for r in system.plugin_records()}
+    forgot = records["dropin:forgot"]
+    assert forgot.status == "skipped" and not marker.exists()  # never executed...
+    assert forgot.stage == "scan" and "imports hermes_core but calls no registry.register" in (
+        forgot.error or ""
+    )
+    never = records["dropin:never_called"]  # ...while this one is imported, and says why nothing came of it
+    assert never.status == "loaded" and never.tools == []
+    assert "registered no tool" in never.note and "only called inside setup()" in never.note
+
+    from hermes_core.cli._doctor import run_doctor
+
+    problems = {(p.plugin, p.severity) for p in run_doctor(system, timeout=30).problems}
+    assert ("dropin:forgot", "error") in problems and ("dropin:never_called", "warning") in problems

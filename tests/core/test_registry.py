@@ -96,18 +96,31 @@ def test_invalid_schemas_are_refused(bad: object, message: str, tmp_path) -> Non
     assert len(reg) == 0 and reg.generation == 0
 
 
-def test_schema_verdicts_are_cached_on_disk(tmp_path) -> None:
+def test_schema_verdicts_are_cached_on_disk(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Verdicts from jsonschema (another dialect than 2020-12, which is checked directly) are cached."""
+    from hermes_core.schema import _metaschema
+
+    draft7 = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {}}
     cache = tmp_path / "verdicts.json"
     checker = SchemaChecker(cache)
     reg = ToolRegistry(schema_checker=checker)
+    reg.register(name="t", toolset="ts", schema={"name": "t", "parameters": draft7}, handler=print)
     reg.register(
-        name="t", toolset="ts", schema=schema("t", y={"type": "string", "minLength": 3}), handler=print
+        name="u", toolset="ts", schema=schema("u", y={"type": "string", "minLength": 3}), handler=print
     )
     checker.flush()
     assert cache.exists() and len(cache.read_text()) > 10
-    cache.write_text("{corrupt")  # a corrupt cache only means a recheck
+    _metaschema._known_valid.clear()  # as in a new process
+    asked: list[object] = []
+    monkeypatch.setattr(_metaschema, "metaschema_problems", lambda params: asked.append(params) or [])
     reg2 = ToolRegistry(schema_checker=SchemaChecker(cache))
-    reg2.register(name="t", toolset="ts", schema=schema("t"), handler=print)
+    reg2.register(name="t", toolset="ts", schema={"name": "t", "parameters": draft7}, handler=print)
+    assert asked == []  # warm: the cached verdict, no jsonschema
+    cache.write_text("{corrupt")  # a corrupt cache only means a recheck
+    _metaschema._known_valid.clear()
+    reg3 = ToolRegistry(schema_checker=SchemaChecker(cache))
+    reg3.register(name="t", toolset="ts", schema={"name": "t", "parameters": draft7}, handler=print)
+    assert asked == [draft7]
 
 
 def test_provenance_is_recorded() -> None:
@@ -129,6 +142,21 @@ def test_proxy_forwards_to_the_bound_registry() -> None:
         with bound_registry(two):
             registry.register(name="a", toolset="other", schema=schema("a"), handler=print)
     assert one["a"].toolset == "ts" and two["a"].toolset == "other"
+
+
+def test_the_registry_object_is_the_module_it_names() -> None:
+    import importlib
+    import sys
+
+    import hermes_core.registry as as_module
+
+    assert registry is as_module is sys.modules["hermes_core.registry"]
+    assert importlib.import_module("hermes_core.registry") is registry
+    reg = ToolRegistry()
+    with bound_registry(reg):
+        entry = as_module.register(name="m", toolset="ts", schema=schema("m"), handler=print, timeout=3.0)
+        assert registry.get("m") is entry and registry.names() == ["m"] and registry.generation == 1
+    assert entry.timeout == 3.0 and "m" in reg
 
 
 def test_concurrent_registration_is_consistent() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -63,16 +64,20 @@ class ToyTools:
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
+def home(hermes_home: Path) -> Path:
+    """The shipped fixture's temporary HERMES_HOME (the audit trail goes below its data dir)."""
+    return hermes_home
 
 
-def load(audit: dict[str, Any] | None = None) -> ToolSystem:
-    config = {"plugins": {"audit": audit}} if audit is not None else None
-    return ToolSystem.load(
-        load_entry_points=False, plugins_dir=False, plugins=[ToyTools(), hermes_audit], config=config
-    )
+@pytest.fixture
+def load(make_tool_system: Callable[..., ToolSystem]) -> Callable[..., ToolSystem]:
+    """``load(section=None)``: a system with the toy tools and hermes-audit configured by ``section``."""
+
+    def make(audit: dict[str, Any] | None = None) -> ToolSystem:
+        config = {"plugins": {"audit": audit}} if audit is not None else None
+        return make_tool_system(ToyTools(), hermes_audit, config=config)
+
+    return make
 
 
 def run_mixed_calls(system: ToolSystem) -> None:
@@ -84,7 +89,7 @@ def run_mixed_calls(system: ToolSystem) -> None:
     assert system.call("login", {"user": "bob", "password": "pw"}, session_id="s2") == "welcome bob"
 
 
-def test_every_call_is_recorded_in_a_valid_chain(home: Path) -> None:
+def test_every_call_is_recorded_in_a_valid_chain(home: Path, load: Callable[..., ToolSystem]) -> None:
     with load() as system:
         run_mixed_calls(system)
     path = home / "data" / "audit" / "audit.jsonl"
@@ -108,7 +113,7 @@ def test_every_call_is_recorded_in_a_valid_chain(home: Path) -> None:
     assert all(r["call_id"] for r in records)
 
 
-def test_no_secret_reaches_the_file(home: Path) -> None:
+def test_no_secret_reaches_the_file(home: Path, load: Callable[..., ToolSystem]) -> None:
     with load({"sqlite": True}) as system:
         run_mixed_calls(system)
     audit_dir = home / "data" / "audit"
@@ -118,7 +123,7 @@ def test_no_secret_reaches_the_file(home: Path) -> None:
         assert b"could not do it" not in data and b"welcome" not in data, file
 
 
-def test_custom_path_and_sqlite_mirror(home: Path, tmp_path: Path) -> None:
+def test_custom_path_and_sqlite_mirror(home: Path, load: Callable[..., ToolSystem], tmp_path: Path) -> None:
     target = tmp_path / "elsewhere" / "trail.jsonl"
     with load({"path": str(target), "sqlite": "trail.db"}) as system:
         run_mixed_calls(system)
@@ -131,7 +136,7 @@ def test_custom_path_and_sqlite_mirror(home: Path, tmp_path: Path) -> None:
     assert head == json.loads(read_lines(target)[-1])["hash"]
 
 
-def test_two_systems_append_to_one_chain(home: Path) -> None:
+def test_two_systems_append_to_one_chain(home: Path, load: Callable[..., ToolSystem]) -> None:
     with load() as a, load() as b:
         for _ in range(3):
             a.call("login", {"user": "a", "password": "x"})
@@ -141,10 +146,31 @@ def test_two_systems_append_to_one_chain(home: Path) -> None:
     assert len(read_lines(home / "data" / "audit" / "audit.jsonl")) == 6
 
 
-def test_disabled(home: Path) -> None:
+def test_disabled(home: Path, load: Callable[..., ToolSystem]) -> None:
     with load({"enabled": False}) as system:
         system.call("login", {"user": "a", "password": "x"})
     assert not (home / "data" / "audit").exists()
+
+
+def test_one_writer_per_system_closed_with_it(home: Path, load: Callable[..., ToolSystem]) -> None:
+    system = load()
+    system.call("login", {"user": "a", "password": "x"})
+    writer = system.stash("audit.writer", lambda: None)
+    system.call("login", {"user": "b", "password": "y"})
+    assert (
+        isinstance(writer, hermes_audit.AuditWriter) and system.stash("audit.writer", lambda: None) is writer
+    )
+    system.close()
+    with pytest.raises(ValueError, match="closed"):
+        writer.append({"tool": "late"})
+
+
+def test_a_malformed_section_is_logged_and_calls_still_run(
+    home: Path, load: Callable[..., ToolSystem], caplog: pytest.LogCaptureFixture
+) -> None:
+    system = load({"colour": "blue"})
+    assert system.call("login", {"user": "a", "password": "x"}) == "welcome a"  # an observer never blocks
+    assert any("unknown key" in (r.exc_text or "") for r in caplog.records)
 
 
 def test_entry_point_is_declared() -> None:

@@ -2,68 +2,28 @@
 
 Configured in the ``[plugins.ratelimit]`` section of the hermes config; see the README for the keys.
 A blocked call ends with ``Block("...; retry in 2.3 s")`` so the model knows when to try again.
-Importing the package is cheap: the limiter loads on the first call.
+The library side lives in the submodules: ``hermes_ratelimit.limiter.RateLimiter``,
+``hermes_ratelimit.config.LimitConfig``; Redis loads only when the Redis backend is configured.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
 from hermes_core import Block, CallContext, hookimpl
 
-if TYPE_CHECKING:
-    from ._state import limiter_for
-    from .config import ConfigError, LimitConfig, Rate, ToolRule
-    from .limiter import RateLimiter, Verdict
+from .config import ConfigError
+from .limiter import RateLimiter
 
 __version__ = "0.1.0"
-
-__all__ = [
-    "ConfigError",
-    "LimitConfig",
-    "Rate",
-    "RateLimiter",
-    "ToolRule",
-    "Verdict",
-    "limiter_for",
-    "pre_tool_call",
-]
-
-_LAZY = {
-    "ConfigError": "config",
-    "LimitConfig": "config",
-    "Rate": "config",
-    "ToolRule": "config",
-    "RateLimiter": "limiter",
-    "Verdict": "limiter",
-    "limiter_for": "_state",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hermes_ratelimit' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
-
-
-_impl: Any = None  # (limiter_for, ConfigError), imported on the first call
 
 
 @hookimpl
 def pre_tool_call(name: str, context: CallContext) -> Block | None:
     """Take a token for this call; block it with a retry hint when a bucket is empty."""
-    global _impl
-    if _impl is None:
-        from ._state import limiter_for
-        from .config import ConfigError
-
-        _impl = (limiter_for, ConfigError)
-    get_limiter, config_error = _impl
-    try:
-        limiter = get_limiter(context)
-    except config_error as exc:
+    try:  # one limiter per tool system, made on its first call and closed with it
+        limiter = context.stash(
+            "ratelimit.limiter", lambda: RateLimiter.from_section(context.plugin_config("ratelimit"))
+        )
+    except ConfigError as exc:  # nothing is stashed: every call says so until the config is fixed
         return Block(f"the rate limiter is misconfigured: {exc}")
     verdict = limiter.check(name, context.session_id)
     return None if verdict.allowed else Block(verdict.reason)

@@ -35,7 +35,8 @@ class ToyTools:
 
 
 def load(section: dict[str, Any]) -> ToolSystem:
-    """A system with the toy tools and the rate limiter configured by ``section``."""
+    """A system with the toy tools and the rate limiter configured by ``section`` (for the gateway processes the
+    tests start; in-process tests use the ``make_tool_system`` fixture)."""
     return ToolSystem.load(
         load_entry_points=False,
         plugins_dir=False,

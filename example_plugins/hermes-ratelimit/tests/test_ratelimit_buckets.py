@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 
 import pytest
-from hermes_ratelimit import ConfigError, LimitConfig, Rate, RateLimiter
 from hermes_ratelimit.buckets import Bucket, MemoryBackend
-from hermes_ratelimit.limiter import format_wait
+from hermes_ratelimit.config import ConfigError, LimitConfig, Rate
+from hermes_ratelimit.limiter import RateLimiter, format_wait
 
 
 class Clock:

@@ -9,7 +9,8 @@ import textwrap
 import time
 
 import pytest
-from hermes_ratelimit import LimitConfig, RateLimiter
+from hermes_ratelimit.config import LimitConfig
+from hermes_ratelimit.limiter import RateLimiter
 from hermes_ratelimit.redis_backend import RedisBackend
 
 
@@ -76,7 +77,7 @@ def test_two_limiters_share_one_budget(redis_url: str) -> None:
 WORKER = textwrap.dedent(
     """
     import json, sys, time
-    from hermes_ratelimit import RateLimiter
+    from hermes_ratelimit.limiter import RateLimiter
 
     url, start_at, calls = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
     lim = RateLimiter.from_section({"backend": "redis", "redis_url": url,

@@ -1,4 +1,5 @@
-"""hermes-ratelimit through ``ToolSystem``: blocked calls, sessions, isolation, Redis across processes."""
+"""hermes-ratelimit through ``ToolSystem`` (the shipped ``make_tool_system`` fixture): blocked calls, sessions,
+isolation, the limiter's life, Redis across processes."""
 
 from __future__ import annotations
 
@@ -7,24 +8,34 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
+import hermes_ratelimit
 import pytest
-from ratelimit_support import load
+from ratelimit_support import ToyTools
+
+from hermes_core import ToolSystem
 
 
-@pytest.fixture(autouse=True)
-def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
+@pytest.fixture
+def load(make_tool_system: Callable[..., ToolSystem]) -> Callable[[dict[str, Any]], ToolSystem]:
+    """``load(section)``: a system with the toy tools and the limiter configured by ``section``."""
+
+    def make(section: dict[str, Any]) -> ToolSystem:
+        return make_tool_system(ToyTools(), hermes_ratelimit, config={"plugins": {"ratelimit": section}})
+
+    return make
 
 
-def test_no_config_no_limits() -> None:
+def test_no_config_no_limits(load: Any) -> None:
     with load({}) as system:
         assert all(system.call("ping") == "pong" for _ in range(200))
 
 
-def test_tool_limit_blocks_with_retry_hint() -> None:
+def test_tool_limit_blocks_with_retry_hint(load: Any) -> None:
     with load({"tools": {"echo": {"capacity": 2, "per_minute": 2}}}) as system:
         assert system.call("echo", {"text": "a"}) == "echo: a"
         assert system.call("echo", {"text": "b"}) == "echo: b"
@@ -37,7 +48,7 @@ def test_tool_limit_blocks_with_retry_hint() -> None:
         assert system.call("ping") == "pong"
 
 
-def test_session_limit_through_call_session_id() -> None:
+def test_session_limit_through_call_session_id(load: Any) -> None:
     with load({"session": {"capacity": 1, "per_hour": 1}}) as system:
         assert system.call("ping", session_id="alice") == "pong"
         assert system.call_outcome("ping", session_id="alice").status == "blocked"
@@ -45,13 +56,13 @@ def test_session_limit_through_call_session_id() -> None:
         assert system.call("ping", session_id="bob") == "pong"
 
 
-def test_global_limit() -> None:
+def test_global_limit(load: Any) -> None:
     with load({"global": {"capacity": 3, "per_hour": 1}}) as system:
         results = [system.call_outcome(n).status for n in ("ping", "echo", "ping", "echo")]
         assert results == ["ok", "ok", "ok", "blocked"]
 
 
-def test_two_systems_have_separate_memory_buckets() -> None:
+def test_two_systems_have_separate_memory_buckets(load: Any) -> None:
     section = {"tools": {"ping": {"capacity": 1, "per_hour": 1}}}
     with load(section) as a, load(section) as b:
         assert a.call("ping") == "pong"
@@ -59,11 +70,22 @@ def test_two_systems_have_separate_memory_buckets() -> None:
         assert a.call_outcome("ping").status == "blocked"
 
 
-def test_misconfigured_section_blocks_every_call() -> None:
+def test_misconfigured_section_blocks_every_call(load: Any) -> None:
     with load({"tools": {"echo": {"per_fortnight": 1}}}) as system:
         outcome = system.call_outcome("ping")
         assert outcome.status == "blocked"
         assert "rate limiter is misconfigured" in outcome.result and "per_fortnight" in outcome.result
+
+
+def test_one_limiter_per_system_closed_with_it(load: Any) -> None:
+    with load({"tools": {"ping": {"capacity": 5, "per_hour": 1}}}) as system:
+        system.call("ping")
+        limiter = system.stash("ratelimit.limiter", lambda: None)
+        assert isinstance(limiter, hermes_ratelimit.RateLimiter) and len(limiter.backend) == 1
+        system.call("echo")
+        assert system.stash("ratelimit.limiter", lambda: None) is limiter  # not rebuilt per call
+        system.close()
+        assert len(limiter.backend) == 0  # closed: the buckets are gone
 
 
 def test_entry_point_is_declared() -> None:
@@ -71,7 +93,7 @@ def test_entry_point_is_declared() -> None:
     assert eps.get("ratelimit") == "hermes_ratelimit"
 
 
-def test_redis_systems_share_one_budget(redis_url: str) -> None:
+def test_redis_systems_share_one_budget(load: Any, redis_url: str) -> None:
     section = {"backend": "redis", "redis_url": redis_url, "tools": {"ping": {"capacity": 3, "per_hour": 1}}}
     with load(section) as a, load(section) as b:
         statuses = [s.call_outcome("ping").status for s in (a, b, a, b, a)]

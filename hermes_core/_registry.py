@@ -1,0 +1,454 @@
+"""The tool registry: ``ToolEntry``, ``ToolRegistry`` and the context binding behind ``hermes_core.registry``.
+
+A leaf module: it imports nothing of ours. Everything else in hermes_core builds on it.
+
+Each ``ToolSystem`` owns one ``ToolRegistry``. The module ``hermes_core.registry`` that self-registering
+drop-in files call forwards to whichever registry is bound in the current context (a context
+variable, see ``bound_registry``), so several systems in one process never share tools. Outside any
+binding it forwards to a process-wide default registry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+__all__ = [
+    "InvalidSchemaError",
+    "Provenance",
+    "RegistrationError",
+    "ReservedToolName",
+    "SchemaCheck",
+    "ToolAlreadyRegistered",
+    "ToolEntry",
+    "ToolNameConflict",
+    "ToolRegistry",
+    "bound_registry",
+    "current_provenance",
+    "current_registry",
+    "provenance",
+]
+
+log = logging.getLogger("hermes.registry")
+
+SchemaCheck = Callable[[str, Mapping[str, Any]], None]
+"""``check(name, schema)`` raises ``InvalidSchemaError`` to refuse a schema (``hermes_core.schema.SchemaChecker``)."""
+Arbiter = Callable[["ToolEntry", "ToolEntry", bool], "str | None"]
+"""``arbiter(existing, new, replace)`` decides a clash between two plugins: "replace", "keep" or None (the
+default rules); it raises a ``RegistrationError`` to refuse the new entry."""
+
+
+class RegistrationError(ValueError):
+    """A registration was refused; the registry and its generation are unchanged."""
+
+
+class ToolNameConflict(RegistrationError):
+    """The name is already taken by a tool of another toolset."""
+
+    def __init__(self, name: str, existing: ToolEntry, toolset: str) -> None:
+        self.name = name
+        self.existing = existing
+        self.toolset = toolset
+        super().__init__(
+            f"tool {name!r} from toolset {toolset!r} clashes with the tool of the same name from toolset "
+            f"{existing.toolset!r} (registered by {existing.plugin or 'unknown plugin'}); "
+            "rename one, or pass replace=True to replace it on purpose"
+        )
+
+
+class ToolAlreadyRegistered(RegistrationError):
+    """The same toolset registered the name twice without ``replace=True``."""
+
+    def __init__(self, name: str, toolset: str) -> None:
+        self.name = name
+        self.toolset = toolset
+        super().__init__(
+            f"tool {name!r} is already registered in toolset {toolset!r}; pass replace=True to replace it"
+        )
+
+
+class ReservedToolName(ToolNameConflict):
+    """The name belongs to a first-party built-in tool; another plugin may take it only through the config's
+    ``[tools] override`` table."""
+
+    def __init__(self, name: str, existing: ToolEntry, plugin: str | None) -> None:
+        self.name = name
+        self.existing = existing
+        self.toolset = existing.toolset
+        self.plugin = plugin
+        owner = existing.plugin or "the built-in plugin"
+        short = plugin[len("dropin:") :] if plugin and plugin.startswith("dropin:") else plugin
+        RegistrationError.__init__(
+            self,
+            f"tool {name!r} clashes with the built-in tool of the same name (plugin {owner!r}); plugin "
+            f"{plugin or 'unknown'!r} may not replace it. Rename the plugin's tool, or replace the built-in on "
+            f'purpose with [tools] override = {{{name} = "{short or "PLUGIN"}"}} in the config',
+        )
+
+
+class InvalidSchemaError(RegistrationError):
+    """The tool's schema is not a valid tool schema (JSON Schema for its parameters)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Who registered a tool: the plugin name, its distribution and version, and the kind of source."""
+
+    plugin: str | None = None
+    distribution: str | None = None
+    version: str | None = None
+    source: str | None = None  # "entry point", "drop-in", "mcp", "api"
+
+
+_NO_PROVENANCE = Provenance()
+_provenance: ContextVar[Provenance] = ContextVar("hermes_provenance", default=_NO_PROVENANCE)
+
+
+def current_provenance() -> Provenance:
+    return _provenance.get()
+
+
+@contextlib.contextmanager
+def provenance(value: Provenance) -> Iterator[None]:
+    """Attribute every registration made inside the block to ``value``."""
+    token = _provenance.set(value)
+    try:
+        yield
+    finally:
+        _provenance.reset(token)
+
+
+_CO_COROUTINE = 0x80  # the code flag of an ``async def`` function
+
+
+def _is_coroutine_function(fn: object) -> bool:
+    """``inspect.iscoroutinefunction`` without importing inspect (partials, methods and async callables)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        call = getattr(type(fn), "__call__", None)  # noqa: B004 - an object whose __call__ is async
+        code = getattr(getattr(call, "__func__", call), "__code__", None)
+    return bool(code is not None and code.co_flags & _CO_COROUTINE)
+
+
+def _is_mcp(toolset: str) -> bool:
+    return toolset.startswith("mcp-")
+
+
+class ToolEntry:
+    """One registered tool. Treat it as read-only; register again with ``replace=True`` to change it."""
+
+    __slots__ = (
+        "_runtime",
+        "annotations",
+        "check_fn",
+        "description",
+        "distribution",
+        "dynamic_schema_overrides",
+        "emoji",
+        "handler",
+        "handler_style",
+        "is_async",
+        "max_result_size_chars",
+        "name",
+        "parallel_safe",
+        "plugin",
+        "requires_env",
+        "schema",
+        "source",
+        "timeout",
+        "toolset",
+        "version",
+    )
+
+    name: str
+    toolset: str
+    schema: dict[str, Any]
+    handler: Callable[..., Any]
+    handler_style: str | None
+    check_fn: Callable[..., Any] | None
+    requires_env: tuple[str, ...]
+    is_async: bool
+    description: str
+    emoji: str
+    max_result_size_chars: int | None
+    dynamic_schema_overrides: Callable[[frozenset[str]], Mapping[str, Any] | None] | None
+    parallel_safe: bool
+    timeout: float | None
+    plugin: str | None
+    distribution: str | None
+    version: str | None
+    source: str | None
+    annotations: Mapping[str, Any] | None
+    _runtime: Any
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        toolset: str,
+        schema: dict[str, Any],
+        handler: Callable[..., Any],
+        check_fn: Callable[..., Any] | None = None,
+        requires_env: Sequence[str] = (),
+        is_async: bool | None = None,
+        description: str | None = None,
+        emoji: str = "",
+        max_result_size_chars: int | None = None,
+        dynamic_schema_overrides: Callable[[frozenset[str]], Mapping[str, Any] | None] | None = None,
+        parallel_safe: bool = False,
+        timeout: float | None = None,
+        origin: Provenance = _NO_PROVENANCE,
+        handler_style: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.toolset = toolset
+        self.schema = schema
+        self.handler = handler
+        self.handler_style = handler_style  # "kwargs", "dict" (handler(args, **kw)), None: from the signature
+        self.check_fn = check_fn
+        self.requires_env = (requires_env,) if isinstance(requires_env, str) else tuple(requires_env)
+        if is_async is None:
+            is_async = _is_coroutine_function(handler)
+        self.is_async = bool(is_async)
+        self.description = description if description is not None else str(schema.get("description", ""))
+        self.emoji = emoji
+        self.max_result_size_chars = max_result_size_chars
+        self.dynamic_schema_overrides = dynamic_schema_overrides
+        self.parallel_safe = parallel_safe
+        self.timeout = timeout
+        self.plugin = origin.plugin
+        self.distribution = origin.distribution
+        self.version = origin.version
+        self.source = origin.source
+        # MCP-style hints (readOnlyHint, destructiveHint, idempotentHint, openWorldHint, title); None = derive
+        self.annotations = dict(annotations) if annotations is not None else None
+        self._runtime = None  # the pipeline's compiled per-tool state, built on first call
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The JSON Schema of the arguments (``schema["parameters"]``)."""
+        params = self.schema.get("parameters")
+        return params if isinstance(params, dict) else {"type": "object", "properties": {}}
+
+    def provenance(self) -> Provenance:
+        return Provenance(self.plugin, self.distribution, self.version, self.source)
+
+    def __repr__(self) -> str:
+        return f"<ToolEntry {self.name!r} toolset={self.toolset!r} plugin={self.plugin!r}>"
+
+
+def _check_shape(name: object, toolset: object, schema: object, handler: object) -> None:
+    """Cheap structural checks done on every registration (the metaschema check is the checker's job)."""
+    if not isinstance(name, str) or not name:
+        raise InvalidSchemaError(f"tool name must be a non-empty string, got {name!r}")
+    if not isinstance(toolset, str) or not toolset:
+        raise InvalidSchemaError(f"tool {name!r}: toolset must be a non-empty string, got {toolset!r}")
+    if not callable(handler):
+        raise InvalidSchemaError(f"tool {name!r}: handler must be callable, got {type(handler).__name__}")
+    if not isinstance(schema, dict):
+        raise InvalidSchemaError(f"tool {name!r}: schema must be a dict, got {type(schema).__name__}")
+    schema_name = schema.get("name")
+    if schema_name != name:
+        raise InvalidSchemaError(f"tool {name!r}: schema names the tool {schema_name!r}; the two must agree")
+    params = schema.get("parameters", None)
+    if params is not None and (not isinstance(params, dict) or params.get("type", "object") != "object"):
+        raise InvalidSchemaError(
+            f"tool {name!r}: schema['parameters'] must be a JSON Schema object with type 'object'"
+        )
+
+
+class ToolRegistry:
+    """A thread-safe set of ``ToolEntry`` with a generation counter bumped on every change.
+
+    ``schema_checker(name, schema)`` is called before a registration is accepted and raises
+    ``InvalidSchemaError`` to refuse it; the tool system installs one that checks the metaschema.
+    """
+
+    def __init__(self, *, schema_checker: SchemaCheck | None = None) -> None:
+        self._entries: dict[str, ToolEntry] = {}
+        self._lock = threading.RLock()
+        self._generation = 0
+        self._snapshot: tuple[int, tuple[ToolEntry, ...]] = (0, ())
+        self.schema_checker = schema_checker
+        self.arbiter: Arbiter | None = None  # decides clashes between plugins (set by the plugin host)
+
+    @property
+    def generation(self) -> int:
+        """Bumped by every successful register or deregister."""
+        return self._generation
+
+    def register(
+        self,
+        name: str,
+        toolset: str,
+        schema: dict[str, Any],
+        handler: Callable[..., Any],
+        check_fn: Callable[..., Any] | None = None,
+        requires_env: Sequence[str] = (),
+        is_async: bool | None = None,
+        description: str | None = None,
+        emoji: str = "",
+        max_result_size_chars: int | None = None,
+        dynamic_schema_overrides: Callable[[frozenset[str]], Mapping[str, Any] | None] | None = None,
+        *,
+        parallel_safe: bool = False,
+        timeout: float | None = None,
+        replace: bool = False,
+        handler_style: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
+    ) -> ToolEntry:
+        """Register a tool and return its entry.
+
+        Raises ``ToolNameConflict`` when another toolset owns the name, ``ToolAlreadyRegistered`` when the
+        same toolset registers it twice, unless ``replace=True``; tools in ``mcp-*`` toolsets may replace
+        each other. Raises ``InvalidSchemaError`` for a malformed schema. A refused registration changes
+        nothing. When the name belongs to another plugin, the registry's ``arbiter`` (installed by the plugin
+        host) rules first: a first-party built-in keeps its name even against ``replace=True``
+        (``ReservedToolName``) unless the config's ``[tools] override`` says otherwise. ``annotations`` are
+        MCP-style behaviour hints (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``,
+        ``openWorldHint``, ``title``) that ``hermes mcp serve`` publishes; without them a parallel-safe tool
+        counts as read-only and any other tool as possibly destructive. ``handler_style="dict"`` declares a ``handler(args: dict, **kw)`` handler (the reference
+        system's convention); left out, the style is read from the handler's signature.
+        """
+        _check_shape(name, toolset, schema, handler)
+        if handler_style not in (None, "kwargs", "dict"):
+            raise InvalidSchemaError(
+                f"tool {name!r}: handler_style must be 'kwargs' or 'dict', not {handler_style!r}"
+            )
+        if max_result_size_chars is not None and (
+            not isinstance(max_result_size_chars, int) or max_result_size_chars <= 0
+        ):
+            raise InvalidSchemaError(f"tool {name!r}: max_result_size_chars must be a positive int")
+        if self.schema_checker is not None:
+            self.schema_checker(name, schema)
+        entry = ToolEntry(
+            name=name,
+            toolset=toolset,
+            schema=schema,
+            handler=handler,
+            check_fn=check_fn,
+            requires_env=requires_env,
+            is_async=is_async,
+            description=description,
+            emoji=emoji,
+            max_result_size_chars=max_result_size_chars,
+            dynamic_schema_overrides=dynamic_schema_overrides,
+            parallel_safe=parallel_safe,
+            timeout=timeout,
+            origin=_provenance.get(),
+            handler_style=handler_style,
+            annotations=annotations,
+        )
+        return self.add(entry, replace=replace)
+
+    def add(self, entry: ToolEntry, *, replace: bool = False) -> ToolEntry:
+        """Insert a ready-made entry under the same conflict rules as ``register``."""
+        with self._lock:
+            existing = self._entries.get(entry.name)
+            if existing is not None and self.arbiter is not None and existing.plugin != entry.plugin:
+                ruling = self.arbiter(existing, entry, replace)
+                if ruling == "keep":
+                    return existing
+                if ruling == "replace":
+                    replace = True
+            if existing is not None and not replace:
+                if existing.toolset != entry.toolset:
+                    if not (_is_mcp(existing.toolset) and _is_mcp(entry.toolset)):
+                        err: RegistrationError = ToolNameConflict(entry.name, existing, entry.toolset)
+                        log.error("%s", err)
+                        raise err
+                else:
+                    err = ToolAlreadyRegistered(entry.name, entry.toolset)
+                    log.error("%s", err)
+                    raise err
+            self._entries[entry.name] = entry
+            self._generation += 1
+        return entry
+
+    def deregister(self, name: str) -> ToolEntry | None:
+        """Remove a tool; returns its entry, or None when it was not registered (nothing changes)."""
+        with self._lock:
+            entry = self._entries.pop(name, None)
+            if entry is not None:
+                self._generation += 1
+            return entry
+
+    def deregister_toolset(self, toolset: str) -> list[ToolEntry]:
+        """Remove every tool of a toolset (used when an MCP server goes away)."""
+        with self._lock:
+            gone = [e for e in self._entries.values() if e.toolset == toolset]
+            for entry in gone:
+                del self._entries[entry.name]
+            if gone:
+                self._generation += 1
+            return gone
+
+    def get(self, name: str) -> ToolEntry | None:
+        return self._entries.get(name)
+
+    def view(self) -> Mapping[str, ToolEntry]:
+        """A live, read-only ``name -> entry`` mapping (it follows every later change; lookups cost a dict's)."""
+        return MappingProxyType(self._entries)
+
+    def __getitem__(self, name: str) -> ToolEntry:
+        return self._entries[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def entries(self) -> tuple[ToolEntry, ...]:
+        """A consistent snapshot of all entries in registration order."""
+        gen, snap = self._snapshot
+        if gen == self._generation and (snap or not self._entries):
+            return snap
+        with self._lock:
+            snap = tuple(self._entries.values())
+            self._snapshot = (self._generation, snap)
+            return snap
+
+    def __iter__(self) -> Iterator[ToolEntry]:
+        return iter(self.entries())
+
+    def names(self) -> list[str]:
+        return [e.name for e in self.entries()]
+
+    def toolsets(self) -> dict[str, list[str]]:
+        """Atomic toolsets: each toolset name with its tool names."""
+        out: dict[str, list[str]] = {}
+        for entry in self.entries():
+            out.setdefault(entry.toolset, []).append(entry.name)
+        return out
+
+
+_default_registry = ToolRegistry()
+_bound: ContextVar[ToolRegistry | None] = ContextVar("hermes_registry", default=None)
+
+
+@contextlib.contextmanager
+def bound_registry(target: ToolRegistry) -> Iterator[ToolRegistry]:
+    """Make the module-level ``registry`` forward to ``target`` inside the block."""
+    token = _bound.set(target)
+    try:
+        yield target
+    finally:
+        _bound.reset(token)
+
+
+def current_registry() -> ToolRegistry:
+    """The registry bound in the current context (see ``bound_registry``), else the process-wide default."""
+    bound = _bound.get()
+    return bound if bound is not None else _default_registry
