@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hermes_core import ToolError
+from hermes_core import ToolError, Unavailable
 
 from ._http import ServiceError, call_json
 from ._web_settings import SettingsError, _int, _number
@@ -85,10 +85,12 @@ def settings_of(source: Any) -> VisionSettings:
     return VisionSettings.from_config(source.plugin_config(SECTION))
 
 
-def available(system: Any) -> tuple[bool, str]:
+def available(system: Any) -> tuple[bool, str] | Unavailable:
     try:
         settings_of(system)
     except SettingsError as err:
+        if not system.plugin_config(SECTION):
+            return Unavailable(str(err), by_design=True)  # no vision section at all: opt-in, not a problem
         return False, str(err)
     return True, ""
 

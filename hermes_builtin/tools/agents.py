@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from hermes_core import CallContext, ToolError, ToolRegistry
+from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
 
 if TYPE_CHECKING:
     from hermes_core import ToolSystem
@@ -120,12 +120,16 @@ AGGREGATOR_PROMPT = (
 )
 
 
-def model_check(system: ToolSystem) -> tuple[bool, str]:
+def model_check(system: ToolSystem) -> tuple[bool, str] | Unavailable:
     """Hidden while no usable model is configured; the reason says what to add."""
     from hermes_core.models import model_problem
 
     problem = model_problem(system.config)
-    return (False, problem) if problem else (True, "")
+    if problem is None:
+        return True, ""
+    if not system.config.data.get("models"):
+        return Unavailable(problem, by_design=True)  # no model configured at all: opt-in, not a problem
+    return False, problem
 
 
 def _settings(context: CallContext) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from hermes_core import CallContext, ToolError, ToolRegistry
+from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
 
 if TYPE_CHECKING:
     from ._browser_engine import BrowserEngine, BrowserSession, BrowserSettings
@@ -230,14 +230,14 @@ TOOLS = tuple(HANDLERS)
 EMOJI = {"browser_navigate": "🌐", "browser_vision": "📸", "browser_console": "🪵", "browser_get_images": "🖼️"}
 
 
-def browser_available(system: Any) -> tuple[bool, str]:
+def browser_available(system: Any) -> tuple[bool, str] | Unavailable:
     """Shown when Playwright (new enough) and a Chromium are installed and ``[plugins.browser]`` is valid."""
     from ._browser_engine import playwright_problem
     from ._web_settings import SettingsError
 
     problem = playwright_problem()
     if problem:
-        return False, problem
+        return Unavailable(problem, by_design=True)  # the optional [browser] extra or a Chromium is missing
     try:
         _settings(system)
     except SettingsError as err:
@@ -245,14 +245,14 @@ def browser_available(system: Any) -> tuple[bool, str]:
     return True, ""
 
 
-def vision_and_browser_available(system: Any) -> tuple[bool, str]:
+def vision_and_browser_available(system: Any) -> tuple[bool, str] | Unavailable:
     """browser_vision needs the browser and a vision model."""
     from ._vision import available
 
     for check in (browser_available, available):
-        ok, why = check(system)
-        if not ok:
-            return ok, why
+        verdict = check(system)
+        if isinstance(verdict, Unavailable) or not verdict[0]:
+            return verdict
     return True, ""
 
 

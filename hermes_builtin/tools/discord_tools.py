@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from hermes_core import CallContext, ToolError, ToolRegistry
+from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
 
 from . import _discord_api as dapi
 from ._remote import Service
@@ -125,9 +125,11 @@ def _schema(name: str, actions: dict[str, Action], shown: list[str], hidden: lis
     }
 
 
-def _check(system: ToolSystem) -> tuple[bool, str]:
+def _check(system: ToolSystem) -> tuple[bool, str] | Unavailable:
     cfg = section(system, dapi.SECTION)
-    return (True, "") if as_text(cfg, "bot_token") else (False, f"no Discord bot token: {dapi.ENABLE}")
+    if as_text(cfg, "bot_token"):
+        return True, ""
+    return Unavailable(f"no Discord bot token: {dapi.ENABLE}", by_design=True)  # opt-in: not a problem
 
 
 class _Family:
@@ -138,7 +140,7 @@ class _Family:
         self.actions = actions
         self.system = SystemRef()
 
-    def check(self, system: ToolSystem) -> tuple[bool, str]:
+    def check(self, system: ToolSystem) -> tuple[bool, str] | Unavailable:
         self.system.set(system)
         return _check(system)
 

@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from hermes_core import CallContext, ToolError, ToolRegistry
+from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
 
 from . import _feishu_api as api
 
@@ -36,8 +36,10 @@ _PAGE = {
 }
 
 
-def check(system: ToolSystem) -> tuple[bool, str]:
-    return (True, "") if api.configured(system) else (False, f"no Feishu app configured: {api.ENABLE}")
+def check(system: ToolSystem) -> tuple[bool, str] | Unavailable:
+    if api.configured(system):
+        return True, ""
+    return Unavailable(f"no Feishu app configured: {api.ENABLE}", by_design=True)  # opt-in: not a problem
 
 
 def _token(value: str, what: str) -> str:

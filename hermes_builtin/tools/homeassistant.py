@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from hermes_core import CallContext, ToolError, ToolRegistry
+from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
 
 from ._remote import Service
 from ._settings import as_float, as_text, section
@@ -59,9 +59,11 @@ def settings(source: Any) -> tuple[str, str | None]:
     return url.rstrip("/"), token
 
 
-def check(system: ToolSystem) -> tuple[bool, str]:
+def check(system: ToolSystem) -> tuple[bool, str] | Unavailable:
     _, token = settings(system)
-    return (True, "") if token else (False, f"no Home Assistant token: {ENABLE}")
+    if token:
+        return True, ""
+    return Unavailable(f"no Home Assistant token: {ENABLE}", by_design=True)  # opt-in: not a problem
 
 
 def _service(context: CallContext) -> Service:

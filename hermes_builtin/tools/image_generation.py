@@ -17,7 +17,7 @@ import base64
 import binascii
 from typing import TYPE_CHECKING, Any
 
-from hermes_core import CallContext, ToolError, ToolRegistry
+from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
 
 from ._media import describe, save_media, sniff
 from ._remote import Service, download, field
@@ -66,7 +66,7 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-def check(system: ToolSystem) -> tuple[bool, str]:
+def check(system: ToolSystem) -> tuple[bool, str] | Unavailable:
     cfg = section(system, SECTION)
     provider = as_text(cfg, "provider", "openai")
     if provider not in PROVIDERS:
@@ -75,7 +75,7 @@ def check(system: ToolSystem) -> tuple[bool, str]:
             f"[plugins.images] provider {provider!r} is not supported; use one of {', '.join(PROVIDERS)}",
         )
     if as_text(cfg, "api_key") is None:
-        return False, f"no image provider API key: {ENABLE}"
+        return Unavailable(f"no image provider API key: {ENABLE}", by_design=True)  # opt-in: not a problem
     return True, ""
 
 

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_core import CallContext, ToolError, ToolRegistry
+from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
 
 from . import _discord_api as dapi
 from ._media import sniff
@@ -90,9 +90,11 @@ class _Messaging:
     def __init__(self) -> None:
         self.system = SystemRef()
 
-    def check(self, system: ToolSystem) -> tuple[bool, str]:
+    def check(self, system: ToolSystem) -> tuple[bool, str] | Unavailable:
         self.system.set(system)
-        return (True, "") if configured(system) else (False, f"no messaging platform configured: {ENABLE}")
+        if configured(system):
+            return True, ""
+        return Unavailable(f"no messaging platform configured: {ENABLE}", by_design=True)  # opt-in
 
     def overrides(self, available: frozenset[str]) -> dict[str, Any] | None:
         system = self.system.get()

@@ -20,7 +20,7 @@ import shutil
 import struct
 from typing import TYPE_CHECKING, Any
 
-from hermes_core import CallContext, ToolError, ToolRegistry
+from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
 
 from ._media import describe, save_media, sniff
 from ._remote import Service
@@ -85,11 +85,13 @@ def _provider(cfg: dict[str, Any]) -> str:
     return "openai" if as_text(cfg, "api_key") else "espeak"
 
 
-def check(system: ToolSystem) -> tuple[bool, str]:
+def check(system: ToolSystem) -> tuple[bool, str] | Unavailable:
     cfg = section(system, SECTION)
     provider = _provider(cfg)
     if provider == "espeak":
-        return (True, "") if _espeak_binary() else (False, f"no speech engine: {ENABLE}")
+        if _espeak_binary():
+            return True, ""
+        return Unavailable(f"no speech engine: {ENABLE}", by_design=True)  # opt-in: not a problem
     if provider == "openai":
         ok = as_text(cfg, "api_key") is not None
         return (True, "") if ok else (False, f'[plugins.tts] provider "openai" needs an api_key: {ENABLE}')

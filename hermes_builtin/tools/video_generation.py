@@ -24,7 +24,7 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from hermes_core import CallContext, ToolError, ToolRegistry, tool_result
+from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable, tool_result
 
 from ._media import describe, save_media, sniff
 from ._remote import Service, download, field
@@ -119,7 +119,7 @@ class _Video:
     def __init__(self) -> None:
         self.system = SystemRef()
 
-    def check(self, system: ToolSystem) -> tuple[bool, str]:
+    def check(self, system: ToolSystem) -> tuple[bool, str] | Unavailable:
         self.system.set(system)
         cfg = section(system, SECTION)
         provider = _provider(cfg)
@@ -129,7 +129,7 @@ class _Video:
                 f"[plugins.video] provider {provider!r} is not supported; use one of {', '.join(OPTIONS)}",
             )
         if as_text(cfg, "api_key") is None:
-            return False, f"no video provider API key: {ENABLE}"
+            return Unavailable(f"no video provider API key: {ENABLE}", by_design=True)  # opt-in
         return True, ""
 
     def overrides(self, available: frozenset[str]) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hermes_core import CallContext, ToolError, ToolRegistry
+from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
 
 TOOLSET = "vision"
 DEFAULT_QUESTION = "Describe this image in detail, including any text in it."
@@ -78,7 +78,7 @@ def vision_analyze(image: str, question: str = DEFAULT_QUESTION, *, context: Cal
     return _vision.analyze(client, settings, data, question.strip() or DEFAULT_QUESTION)
 
 
-def vision_available(system: Any) -> tuple[bool, str]:
+def vision_available(system: Any) -> tuple[bool, str] | Unavailable:
     """Shown once ``[plugins.vision]`` names a model endpoint."""
     from ._vision import available
 

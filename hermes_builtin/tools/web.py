@@ -12,7 +12,7 @@ import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from hermes_core import CallContext, ToolError, ToolRegistry
+from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
 
 if TYPE_CHECKING:
     import httpx
@@ -181,15 +181,20 @@ def web_extract(url: str, offset: int = 0, max_chars: int = PAGE_CHARS, *, conte
     return render_page(page, offset, max_chars)
 
 
-def search_available(system: Any) -> tuple[bool, str]:
+def search_available(system: Any) -> tuple[bool, str] | Unavailable:
     """web_search is usable when ``[plugins.web]`` names at least one usable backend."""
     from ._web_settings import SettingsError
 
     try:
-        problem = settings_of(system).search_problem()
+        settings = settings_of(system)
     except SettingsError as err:
         return False, str(err)
-    return (False, problem) if problem else (True, "")
+    problem = settings.search_problem()
+    if problem is None:
+        return True, ""
+    if not settings.backends and not settings.unusable:
+        return Unavailable(problem, by_design=True)  # no backend configured at all: opt-in, not a problem
+    return False, problem
 
 
 def extract_available(system: Any) -> tuple[bool, str]:
