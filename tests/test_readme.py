@@ -20,7 +20,13 @@ def block(marker: str) -> str:
 
 
 def test_every_python_block_is_covered_here() -> None:
-    markers = ("system = ToolSystem.load()", "# hermes_shout/__init__.py", "def test_shout(")
+    markers = (
+        "system = ToolSystem.load()",
+        "from hermes_core.agent import",
+        "def check_json(",
+        "# hermes_shout/__init__.py",
+        "def test_shout(",
+    )
     assert sorted(BLOCKS) == sorted(block(m) for m in markers)
 
 
@@ -43,3 +49,42 @@ def test_the_plugin_and_its_test_run(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_shout=textwrap.dedent(block("def test_shout(")))
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+def test_the_agent_example_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Against a scripted OpenAI-compatible server named ``local`` in the config, as the README's config shows."""
+    import os
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "agent"))
+    from scripted_llm import ScriptedLLM, say
+
+    monkeypatch.chdir(tmp_path)
+    home = Path(os.environ["HERMES_HOME"])
+    with ScriptedLLM([say("a.py: 2 TODOs"), say("Written."), say("the one in a.py")]) as llm:
+        (home / "config.toml").write_text(f'[models.local]\nbase_url = "{llm.openai_url}"\nmodel = "m"\n')
+        namespace: dict[str, Any] = {"__name__": "readme_agent"}
+        exec(compile(block("from hermes_core.agent import"), "README.md", "exec"), namespace)
+        assert namespace["result"].text == "a.py: 2 TODOs" and namespace["result"].stop_reason == "done"
+        assert len(llm.requests) == 3  # two runs and the async one, one conversation
+    sys.path.remove(str(ROOT / "tests" / "agent"))
+
+
+def test_the_sandboxed_tool_example_runs(tmp_path: Path) -> None:
+    from hermes_core import ToolSystem
+
+    namespace: dict[str, Any] = {"__name__": "readme_sandbox"}
+    exec(compile(block("def check_json("), "README.md", "exec"), namespace)
+    (tmp_path / "good.json").write_text('{"a": 1}')
+    (tmp_path / "bad.json").write_text('{"a": }')
+    schema = {
+        "name": "check_json",
+        "description": "Check that a JSON file parses.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    }
+    with ToolSystem.load(plugins_dir=False, load_entry_points=False, workspace=tmp_path) as system:
+        system.registry.register("check_json", "json", schema, namespace["check_json"])
+        good = system.call("check_json", {"path": "good.json"})
+        bad = system.call("check_json", {"path": "bad.json"})
+    assert '"a": 1' in good and good.endswith("[exit code 0]")
+    assert "Expecting value" in bad and bad.endswith("[exit code 1]")

@@ -226,7 +226,7 @@ def test_each_problem_is_printed_once(greet_home: Path, run: Run) -> None:
 
 
 def test_unknown_toolsets_in_disabled_are_warnings(home: Path, run: Run) -> None:
-    (home / "config.toml").write_text('[toolsets]\ndisabled = ["homeassistant", "memroy"]\n')
+    (home / "config.toml").write_text('[toolsets]\ndisabled = ["mattermost", "memroy"]\n')
     listed = run("tools", "list")
     assert listed.exit_code == 0 and "read_file" in listed.stdout
     called = run("call", "read_file", "path=nothing.txt")
@@ -234,8 +234,8 @@ def test_unknown_toolsets_in_disabled_are_warnings(home: Path, run: Run) -> None
     _, report = doctor(run)
     warnings = [p for p in report["problems"] if p["plugin"] == "config" and p["check"] == "toolsets"]
     assert {p["severity"] for p in warnings} == {"warning"} and len(warnings) == 2
-    assert any("'homeassistant'" in p["message"] for p in warnings)
+    assert any("'mattermost'" in p["message"] for p in warnings)
     assert any("did you mean 'memory'" in p["message"] for p in warnings)
-    (home / "config.toml").write_text('[toolsets]\nenabled = ["homeassistant"]\n')
+    (home / "config.toml").write_text('[toolsets]\nenabled = ["mattermost"]\n')
     broken = run("tools", "list")
-    assert broken.exit_code == 2 and "homeassistant" in broken.stderr  # enabling one still fails loudly
+    assert broken.exit_code == 2 and "mattermost" in broken.stderr  # enabling one still fails loudly
