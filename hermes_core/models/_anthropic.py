@@ -11,9 +11,10 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._http import Attempt, iter_sse, post_json
+from ._client import HttpModelClient, content_text
+from ._http import Attempt, iter_sse
 from ._openai import new_call_id
-from ._types import CancelToken, ModelError, ModelReply, RetryCallback, TextCallback, ToolCall, Usage
+from ._types import CancelToken, ModelError, ModelReply, TextCallback, ToolCall, Usage
 
 if TYPE_CHECKING:
     import httpx
@@ -26,16 +27,6 @@ API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
 _STOP = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
 _RETRYABLE_ERRORS = {"overloaded_error", "api_error", "rate_limit_error"}
-
-
-def _text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return str(content)
 
 
 def _tool_input(arguments: Any) -> dict[str, Any]:
@@ -64,7 +55,7 @@ def to_anthropic_messages(messages: Sequence[dict[str, Any]]) -> tuple[str, list
     for msg in messages:
         role = msg.get("role")
         if role == "system":
-            text = _text(msg.get("content"))
+            text = content_text(msg.get("content"))
             if text:
                 system.append(text)
         elif role == "tool":
@@ -74,13 +65,13 @@ def to_anthropic_messages(messages: Sequence[dict[str, Any]]) -> tuple[str, list
                     {
                         "type": "tool_result",
                         "tool_use_id": str(msg.get("tool_call_id", "")),
-                        "content": _text(msg.get("content")) or "(empty)",
+                        "content": content_text(msg.get("content")) or "(empty)",
                     }
                 ],
             )
         elif role == "assistant":
             blocks: list[dict[str, Any]] = []
-            text = _text(msg.get("content"))
+            text = content_text(msg.get("content"))
             if text.strip():
                 blocks.append({"type": "text", "text": text})
             for call in msg.get("tool_calls") or ():
@@ -95,30 +86,23 @@ def to_anthropic_messages(messages: Sequence[dict[str, Any]]) -> tuple[str, list
                 )
             add("assistant", blocks)
         else:
-            text = _text(msg.get("content"))
+            text = content_text(msg.get("content"))
             add("user", [{"type": "text", "text": text if text.strip() else "(empty)"}])
     if out and out[0]["role"] != "user":
         out.insert(0, {"role": "user", "content": [{"type": "text", "text": "(conversation start)"}]})
     return "\n\n".join(system), out
 
 
-class AnthropicClient:
+class AnthropicClient(HttpModelClient):
     """A ``ModelClient`` for the Anthropic Messages API (or a server that speaks it)."""
 
     tool_format = "anthropic"
 
     def __init__(self, spec: ModelSpec, http: httpx.Client) -> None:
-        self.spec = spec
-        self.name = spec.name
-        self.model = spec.model
-        self.context_window = spec.context_window
-        self.max_output_tokens: int | None = spec.max_tokens or DEFAULT_MAX_TOKENS
-        self._http = http
+        super().__init__(spec, http)
+        self.max_output_tokens = spec.max_tokens or DEFAULT_MAX_TOKENS
         base = spec.base_url
         self.url = base + ("/messages" if base.endswith("/v1") else "/v1/messages")
-
-    def __repr__(self) -> str:
-        return f"<AnthropicClient {self.name} model={self.model} url={self.url}>"
 
     def _headers(self) -> dict[str, str]:
         headers = {
@@ -145,31 +129,6 @@ class AnthropicClient:
         body.update(spec.params)
         body["stream"] = spec.stream
         return body
-
-    def complete(
-        self,
-        messages: Sequence[dict[str, Any]],
-        tools: Sequence[dict[str, Any]] = (),
-        *,
-        on_text: TextCallback | None = None,
-        on_retry: RetryCallback | None = None,
-        cancel: CancelToken | None = None,
-    ) -> ModelReply:
-        token = cancel if cancel is not None else CancelToken()
-        body = self.request_body(messages, tools)
-
-        def handle(response: httpx.Response, attempt: Attempt) -> ModelReply:
-            if self.spec.stream and "text/event-stream" in response.headers.get("content-type", ""):
-                return self._read_stream(response, attempt, on_text, token)
-            response.read()
-            return self._read_json(response, on_text, attempt)
-
-        return post_json(
-            self._http, self.spec, self.url, body, self._headers(), handle, cancel=token, on_retry=on_retry
-        )
-
-    def _protocol_error(self, what: str) -> ModelError:
-        return ModelError(f"model {self.name!r} ({self.spec.base_url}): {what}", kind="protocol")
 
     def _read_json(
         self, response: httpx.Response, on_text: TextCallback | None, attempt: Attempt

@@ -12,8 +12,9 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._http import Attempt, iter_sse, post_json
-from ._types import CancelToken, ModelError, ModelReply, RetryCallback, TextCallback, ToolCall, Usage
+from ._client import HttpModelClient, content_text
+from ._http import Attempt, iter_sse
+from ._types import CancelToken, ModelError, ModelReply, TextCallback, ToolCall, Usage
 
 if TYPE_CHECKING:
     import httpx
@@ -29,16 +30,6 @@ def new_call_id() -> str:
     return "call_" + uuid.uuid4().hex[:16]
 
 
-def _text_of(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return str(content)
-
-
 def wire_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The messages with only the fields Chat Completions defines (hosts and the loop may keep extras)."""
     out: list[dict[str, Any]] = []
@@ -49,7 +40,7 @@ def wire_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 {
                     "role": "tool",
                     "tool_call_id": str(msg.get("tool_call_id", "")),
-                    "content": _text_of(msg.get("content")),
+                    "content": content_text(msg.get("content")),
                 }
             )
         elif role == "assistant":
@@ -61,7 +52,9 @@ def wire_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append(wire)
         else:
             content = msg.get("content")
-            out.append({"role": role, "content": content if isinstance(content, list) else _text_of(content)})
+            out.append(
+                {"role": role, "content": content if isinstance(content, list) else content_text(content)}
+            )
     return out
 
 
@@ -88,22 +81,14 @@ def _usage(raw: Any) -> Usage:
     return Usage(int(raw.get("prompt_tokens") or 0), int(raw.get("completion_tokens") or 0))
 
 
-class OpenAIChatClient:
+class OpenAIChatClient(HttpModelClient):
     """A ``ModelClient`` for ``POST {base_url}/chat/completions``."""
 
     tool_format = "openai"
 
     def __init__(self, spec: ModelSpec, http: httpx.Client) -> None:
-        self.spec = spec
-        self.name = spec.name
-        self.model = spec.model
-        self.context_window = spec.context_window
-        self.max_output_tokens = spec.max_tokens
-        self._http = http
+        super().__init__(spec, http)
         self.url = spec.base_url + "/chat/completions"
-
-    def __repr__(self) -> str:
-        return f"<OpenAIChatClient {self.name} model={self.model} url={self.url}>"
 
     def _headers(self) -> dict[str, str]:
         headers = {"Accept": "text/event-stream" if self.spec.stream else "application/json"}
@@ -127,31 +112,6 @@ class OpenAIChatClient:
         body["stream"] = spec.stream
         return body
 
-    def complete(
-        self,
-        messages: Sequence[dict[str, Any]],
-        tools: Sequence[dict[str, Any]] = (),
-        *,
-        on_text: TextCallback | None = None,
-        on_retry: RetryCallback | None = None,
-        cancel: CancelToken | None = None,
-    ) -> ModelReply:
-        token = cancel if cancel is not None else CancelToken()
-        body = self.request_body(messages, tools)
-
-        def handle(response: httpx.Response, attempt: Attempt) -> ModelReply:
-            if self.spec.stream and "text/event-stream" in response.headers.get("content-type", ""):
-                return self._read_stream(response, attempt, on_text, token)
-            response.read()
-            return self._read_json(response, on_text, attempt)
-
-        return post_json(
-            self._http, self.spec, self.url, body, self._headers(), handle, cancel=token, on_retry=on_retry
-        )
-
-    def _protocol_error(self, what: str) -> ModelError:
-        return ModelError(f"model {self.name!r} ({self.spec.base_url}): {what}", kind="protocol")
-
     def _read_json(
         self, response: httpx.Response, on_text: TextCallback | None, attempt: Attempt
     ) -> ModelReply:
@@ -165,7 +125,7 @@ class OpenAIChatClient:
                 raise self._protocol_error(f"error in the answer: {data['error']}")
             raise self._protocol_error("the answer has no choices")
         message = choices[0].get("message") or {}
-        text = _text_of(message.get("content"))
+        text = content_text(message.get("content"))
         calls = []
         for raw in message.get("tool_calls") or ():
             fn = raw.get("function") or {}
