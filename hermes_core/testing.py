@@ -39,7 +39,16 @@ import pytest
 from .decisions import CallOutcome
 from .system import ToolSystem
 
-__all__ = ["call_tool", "hermes_home", "make_tool_system", "processes_with_arg", "tool_system", "unguarded"]
+__all__ = [
+    "call_tool",
+    "hermes_home",
+    "make_tool_system",
+    "processes_gone",
+    "processes_with_arg",
+    "sleep_marker",
+    "tool_system",
+    "unguarded",
+]
 
 _SELECTION_VARS = (
     "HERMES_LOAD_PLUGINS",
@@ -138,3 +147,23 @@ def processes_with_arg(arg: str) -> list[int]:
         if wanted in argv and stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X"):
             found.append(int(name))
     return found
+
+
+def sleep_marker(seconds: int = 60) -> str:
+    """A unique ``sleep`` duration (``60.<nine random digits>``): as an argument it finds the process on the
+    host with ``processes_with_arg``, whatever its pid inside a PID namespace."""
+    import secrets
+
+    return f"{seconds}.{secrets.randbelow(10**9):09d}"
+
+
+def processes_gone(arg: str, seconds: float = 3.0) -> bool:
+    """True once no live host process has ``arg`` as an argument (waiting up to ``seconds``)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not processes_with_arg(arg):
+            return True
+        time.sleep(0.02)
+    return False

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
 import socket
 import threading
 import time
@@ -18,7 +17,7 @@ import pytest
 import hermes_builtin.plugin
 from hermes_core import Block, ToolSystem, hookimpl
 from hermes_core.security import ApprovalRequest
-from hermes_core.testing import processes_with_arg
+from hermes_core.testing import processes_gone, sleep_marker
 
 
 def _load(ws: Path, config: dict[str, Any] | None = None, **kwargs: Any) -> ToolSystem:
@@ -356,22 +355,8 @@ def test_no_approval_asked_by_default(ws: Path) -> None:
 # -- hostile scripts ----------------------------------------------------------------------------------
 
 
-def _marker() -> str:
-    """A unique ``sleep`` duration: the argument finds the process on the host, whatever its pid inside."""
-    return f"60.{secrets.randbelow(10**9):09d}"
-
-
-def _gone(marker: str, seconds: float = 3.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not processes_with_arg(marker):
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def test_hanging_script_is_killed_with_its_children(system: ToolSystem) -> None:
-    child, detached = _marker(), _marker()
+    child, detached = sleep_marker(), sleep_marker()
     code = (
         "import subprocess, time\n"
         f"subprocess.Popen(['sleep', '{child}'])\n"
@@ -385,11 +370,11 @@ def test_hanging_script_is_killed_with_its_children(system: ToolSystem) -> None:
     assert data["timed_out"] is True and data["exit_code"] is None
     assert data["stdout"] == "started\n"
     assert "timed out after 1s" in data["notes"][0]
-    assert _gone(child) and _gone(detached)
+    assert processes_gone(child) and processes_gone(detached)
 
 
 def test_children_left_behind_are_killed(system: ToolSystem) -> None:
-    child, detached = _marker(), _marker()
+    child, detached = sleep_marker(), sleep_marker()
     code = (
         "import subprocess\n"
         f"subprocess.Popen(['sleep', '{child}'])\n"
@@ -397,12 +382,12 @@ def test_children_left_behind_are_killed(system: ToolSystem) -> None:
     )
     data = _run(system, code)
     assert data["exit_code"] == 0 and data["timed_out"] is False
-    assert _gone(child) and _gone(detached)
+    assert processes_gone(child) and processes_gone(detached)
 
 
 def test_fork_bomb_is_contained(ws: Path) -> None:
     config = {"plugins": {"code_execution": {"max_processes": 16}}}
-    survivor = _marker()
+    survivor = sleep_marker()
     code = (
         "import os, subprocess, time\n"
         f"subprocess.Popen(['sleep', '{survivor}'], start_new_session=True)\n"
@@ -420,7 +405,7 @@ def test_fork_bomb_is_contained(ws: Path) -> None:
     assert elapsed < 10
     assert data["notes"][0] == "killed: the script started more than 16 processes at once"
     assert data["timed_out"] is False and data["exit_code"] is None
-    assert _gone(survivor)
+    assert processes_gone(survivor)
 
 
 def test_unbounded_allocation_hits_the_memory_limit(ws: Path) -> None:
@@ -469,14 +454,14 @@ def test_endless_flood_with_timeout_keeps_head_and_tail(ws: Path) -> None:
 
 def test_pipeline_timeout_also_ends_the_script(ws: Path) -> None:
     config = {"limits": {"tools": {"execute_code": {"timeout": 1}}}}
-    child = _marker()
+    child = sleep_marker()
     code = f"import subprocess\nsubprocess.run(['sleep', '{child}'])\n"
     with _load(ws, config) as system:
         started = time.monotonic()
         outcome = system.call_outcome("execute_code", {"code": code, "timeout": 60})
     assert time.monotonic() - started < 8
     assert (outcome.status, outcome.error_kind) == ("error", "timeout")
-    assert _gone(child)
+    assert processes_gone(child)
 
 
 def test_file_size_limit(ws: Path) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import sys
 import time
 from collections.abc import Callable
@@ -15,7 +14,7 @@ import pytest
 
 from hermes_builtin.tools import terminal
 from hermes_core import ToolSystem
-from hermes_core.testing import processes_with_arg
+from hermes_core.testing import processes_gone, processes_with_arg, sleep_marker
 
 MakeSystem = Callable[..., ToolSystem]
 
@@ -75,29 +74,15 @@ def test_the_environment_is_an_allow_list_plus_what_config_passes(
     assert "should-not-leak" not in out
 
 
-def _marker() -> str:
-    """A unique ``sleep`` duration: the argument finds the process on the host, whatever its pid inside."""
-    return f"60.{secrets.randbelow(10**9):09d}"
-
-
-def _gone(marker: str, seconds: float = 3.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not processes_with_arg(marker):
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def test_timeout_kills_the_whole_process_tree(builtin_system: ToolSystem) -> None:
-    child, detached = _marker(), _marker()
+    child, detached = sleep_marker(), sleep_marker()
     start = time.monotonic()
     out = builtin_system.call(
         "terminal", {"command": f"sleep {child} & setsid sleep {detached} & sleep 30", "timeout": 1}
     )
     assert time.monotonic() - start < 6
     assert "timed out after 1s: the command and its children were terminated (SIGTERM)" in out
-    assert _gone(child) and _gone(detached)
+    assert processes_gone(child) and processes_gone(detached)
 
 
 def test_a_process_ignoring_sigterm_is_killed(builtin_system: ToolSystem) -> None:
@@ -108,12 +93,12 @@ def test_a_process_ignoring_sigterm_is_killed(builtin_system: ToolSystem) -> Non
 
 
 def test_children_left_behind_by_a_foreground_command_are_killed(builtin_system: ToolSystem) -> None:
-    child, detached = _marker(), _marker()
+    child, detached = sleep_marker(), sleep_marker()
     out = builtin_system.call(
         "terminal", {"command": f"sleep {child} & setsid sleep {detached} & echo started"}
     )
     assert out.startswith("started")
-    assert _gone(child) and _gone(detached)
+    assert processes_gone(child) and processes_gone(detached)
 
 
 def test_output_floods_are_capped_head_and_tail(make_builtin_system: MakeSystem) -> None:
@@ -136,13 +121,13 @@ def test_fork_loops_are_refused_and_spawned_children_are_killed_on_timeout(
         "terminal", {"command": "while true; do sleep 60 & done", "timeout": 1}
     )
     assert endless.status == "denied" and "fork_bomb" in endless.result  # never even started
-    spawned = _marker()
+    spawned = sleep_marker()
     out = builtin_system.call(
         "terminal",
         {"command": f"for i in $(seq 300); do sleep {spawned} & done; sleep 60", "timeout": 1},
     )
     assert "timed out" in out
-    assert _gone(spawned, 5)
+    assert processes_gone(spawned, 5)
 
 
 def test_unbounded_allocation_hits_the_memory_limit(make_builtin_system: MakeSystem) -> None:
@@ -235,7 +220,7 @@ def test_background_process_lifecycle(builtin_system: ToolSystem, workspace: Pat
 
 
 def test_background_kill_ends_children_too(builtin_system: ToolSystem) -> None:
-    child = _marker()
+    child = sleep_marker()
     out = builtin_system.call(
         "terminal", {"command": f"setsid sleep {child} & echo up; sleep 60", "background": True}
     )
@@ -250,7 +235,7 @@ def test_background_kill_ends_children_too(builtin_system: ToolSystem) -> None:
     assert polled["status"] == "running"
     killed = json.loads(builtin_system.call("process", {"action": "kill", "process_id": pid_key}))
     assert killed["status"] == "killed" and killed["kill"].startswith("terminated")
-    assert _gone(child)
+    assert processes_gone(child)
 
 
 def test_background_processes_outlive_the_thread_that_started_them(builtin_system: ToolSystem) -> None:
@@ -275,14 +260,14 @@ def test_background_processes_outlive_the_thread_that_started_them(builtin_syste
 
 def test_closing_the_system_kills_background_processes(make_builtin_system: MakeSystem) -> None:
     s = make_builtin_system()
-    child = _marker()
+    child = sleep_marker()
     s.call("terminal", {"command": f"setsid sleep {child} & wait", "background": True})
     deadline = time.monotonic() + 5
     while not processes_with_arg(child) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert processes_with_arg(child)
     s.close()
-    assert _gone(child)
+    assert processes_gone(child)
 
 
 def test_background_output_is_capped_on_disk(make_builtin_system: MakeSystem) -> None:

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import json
 import secrets
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import hermes_builtin.plugin
 from hermes_core import ToolSystem
-from hermes_core.testing import processes_with_arg, unguarded
+from hermes_core.testing import processes_gone, unguarded
+from hermes_core.testing import sleep_marker as testing_sleep_marker
 
 BACKENDS = ("bwrap", "landlock")
 CHANNELS = ("terminal", "process", "execute_code", "cron")
@@ -29,18 +29,11 @@ def token() -> str:
 
 
 def sleep_marker() -> str:
-    """A unique ``sleep`` duration: the argument finds the process on the host, whatever its pid inside."""
-    return f"300.{secrets.randbelow(10**9):09d}"
+    return testing_sleep_marker(300)
 
 
 def gone(marker: str, seconds: float = 5.0) -> bool:
-    """True once no host process has ``marker`` as an argument (waiting up to ``seconds``)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not processes_with_arg(marker):
-            return True
-        time.sleep(0.02)
-    return False
+    return processes_gone(marker, seconds)
 
 
 @dataclass
