@@ -7,7 +7,6 @@ service and what to do (retry later, fix the key), never a traceback.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import time
 from typing import TYPE_CHECKING, Any
@@ -38,6 +37,8 @@ def retry_after(response: httpx.Response) -> float | None:
         try:
             return max(0.0, float(value))
         except ValueError:
+            import email.utils  # only for an HTTP-date Retry-After; checks import this module at start
+
             when = email.utils.parsedate_to_datetime(value) if "," in value else None
             if when is not None:
                 return max(0.0, when.timestamp() - time.time())

@@ -20,9 +20,8 @@ the caller yet; then a ``ModelError`` says what went wrong.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ._anthropic import AnthropicClient
 from ._config import (
     PROVIDERS,
     ModelConfigError,
@@ -32,7 +31,6 @@ from ._config import (
     model_specs,
     resolve_spec,
 )
-from ._openai import OpenAIChatClient
 from ._types import (
     CancelToken,
     ModelClient,
@@ -48,6 +46,8 @@ if TYPE_CHECKING:
     import httpx
 
     from ..system import ToolSystem
+    from ._anthropic import AnthropicClient
+    from ._openai import OpenAIChatClient
 
 __all__ = [
     "PROVIDERS",
@@ -72,8 +72,25 @@ __all__ = [
 ]
 
 
+def __getattr__(name: str) -> Any:
+    # the wire clients (and the HTTP machinery under them) load on first use: a check that only asks whether a
+    # model is configured, on every start, must not pay for them
+    if name == "AnthropicClient":
+        from ._anthropic import AnthropicClient
+
+        return AnthropicClient
+    if name == "OpenAIChatClient":
+        from ._openai import OpenAIChatClient
+
+        return OpenAIChatClient
+    raise AttributeError(f"module 'hermes_core.models' has no attribute {name!r}")
+
+
 def make_client(spec: ModelSpec, http: httpx.Client | None = None) -> ModelClient:
     """A client for ``spec``; without ``http`` it gets a connection pool of its own (close it when done)."""
+    from ._anthropic import AnthropicClient
+    from ._openai import OpenAIChatClient
+
     if http is None:
         import httpx
 

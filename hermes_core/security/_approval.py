@@ -18,7 +18,6 @@ never approvable. Anything that goes wrong while asking (an exception, a timeout
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import inspect
 import os
@@ -96,6 +95,8 @@ class CallbackApprover:
         return _coerce_answer(result)
 
     def _await(self, awaitable: Any) -> Any:
+        import asyncio  # only callbacks that are coroutines need it; the security layer loads without it
+
         async def wrapped() -> Any:
             return await asyncio.wait_for(awaitable, self.timeout)
 
