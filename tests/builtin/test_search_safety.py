@@ -149,7 +149,8 @@ def test_catastrophic_patterns_end_in_time_and_the_host_stays_responsive(
         stop.set()
         ticker.join()
     assert elapsed < 30, elapsed  # a hang would take hours; the bound is three deadlines and start-up
-    assert max(gaps) < 1.0, max(gaps)  # other threads of the host kept running all along
+    # other threads of the host kept running all along: a regex run in-process would hold the GIL for minutes
+    assert max(gaps) < 5.0, max(gaps)
     if engine == "python":
         for outcome in outcomes:
             assert outcome.status == "error", outcome.result
