@@ -127,6 +127,8 @@ def test_plugins_list_names_the_drop_in_folder_and_lists_mcp_servers(home: Path,
 
     server = Path(__file__).resolve().parents[1] / "mcp" / "echo_server.py"
     (home / "config.toml").write_text(
+        # a loaded machine may take more than the default 10 s to start a Python MCP server
+        "[mcp]\nready_timeout = 60\n"
         f"[mcp.servers.demo]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(server))}]\n"
     )
     result = run("plugins", "list")

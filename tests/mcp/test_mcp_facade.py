@@ -93,7 +93,7 @@ def test_hermes_mcp_list_without_servers(tmp_path: Path) -> None:
 def test_the_doctor_reports_down_servers_and_clashes_with_the_fix(tmp_path: Path) -> None:
     config = _config(
         tmp_path,
-        f"[mcp]\nready_timeout = 5\n[mcp.servers.demo]\n{DEMO_TOML}[mcp.servers.again]\n{DEMO_TOML}"
+        f"[mcp]\nready_timeout = 30\n[mcp.servers.demo]\n{DEMO_TOML}[mcp.servers.again]\n{DEMO_TOML}"
         '[mcp.servers.broken]\ncommand = "/nonexistent/mcp-server"\n'
         f'[mcp.servers.web]\nurl = "http://127.0.0.1:{free_port()}/mcp"\n'
         '[mcp.servers.bad]\nurl = "http://127.0.0.1:9/mcp"\ncommand = "y"\n',
