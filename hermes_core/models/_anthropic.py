@@ -122,13 +122,7 @@ class AnthropicClient(HttpModelClient):
         body: dict[str, Any] = {"model": spec.model, "max_tokens": self.max_output_tokens, "messages": wire}
         if system:
             body["system"] = system
-        if tools:
-            body["tools"] = list(tools)
-        if spec.temperature is not None:
-            body["temperature"] = spec.temperature
-        body.update(spec.params)
-        body["stream"] = spec.stream
-        return body
+        return self.with_options(body, tools)
 
     def _read_json(
         self, response: httpx.Response, on_text: TextCallback | None, attempt: Attempt

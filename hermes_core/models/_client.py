@@ -4,6 +4,7 @@ read each kind of answer."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,7 @@ def content_text(content: Any) -> str:
     return str(content)
 
 
-class HttpModelClient:
+class HttpModelClient(ABC):
     """The request/response skeleton of a model client; see ``OpenAIChatClient`` and ``AnthropicClient``."""
 
     tool_format = "openai"
@@ -46,23 +47,38 @@ class HttpModelClient:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} model={self.model} url={self.url}>"
 
+    @abstractmethod
     def _headers(self) -> dict[str, str]:
-        raise NotImplementedError
+        """The request headers (authentication and ``Accept`` included)."""
 
+    @abstractmethod
     def request_body(
         self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
     ) -> dict[str, Any]:
-        raise NotImplementedError
+        """The JSON body of one request; ``with_options`` adds the parts both formats share."""
 
+    @abstractmethod
     def _read_stream(
         self, response: httpx.Response, attempt: Attempt, on_text: TextCallback | None, cancel: CancelToken
     ) -> ModelReply:
-        raise NotImplementedError
+        """Read a streamed (server-sent events) answer, handing text to ``on_text`` as it arrives."""
 
+    @abstractmethod
     def _read_json(
         self, response: httpx.Response, on_text: TextCallback | None, attempt: Attempt
     ) -> ModelReply:
-        raise NotImplementedError
+        """Read an answer sent as one JSON document."""
+
+    def with_options(self, body: dict[str, Any], tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """``body`` plus the tools, the configured temperature and extra params, and the stream flag."""
+        spec = self.spec
+        if tools:
+            body["tools"] = list(tools)
+        if spec.temperature is not None:
+            body["temperature"] = spec.temperature
+        body.update(spec.params)
+        body["stream"] = spec.stream
+        return body
 
     def complete(
         self,

@@ -102,15 +102,9 @@ class OpenAIChatClient(HttpModelClient):
     ) -> dict[str, Any]:
         spec = self.spec
         body: dict[str, Any] = {"model": spec.model, "messages": wire_messages(messages)}
-        if tools:
-            body["tools"] = list(tools)
         if spec.max_tokens is not None:
             body["max_tokens"] = spec.max_tokens
-        if spec.temperature is not None:
-            body["temperature"] = spec.temperature
-        body.update(spec.params)
-        body["stream"] = spec.stream
-        return body
+        return self.with_options(body, tools)
 
     def _read_json(
         self, response: httpx.Response, on_text: TextCallback | None, attempt: Attempt
