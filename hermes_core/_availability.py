@@ -25,6 +25,16 @@ __all__ = ["Availability", "Unavailable"]
 log = logging.getLogger("hermes.checks")
 
 
+def takes_system(fn: Callable[..., object]) -> bool:
+    """Whether ``fn`` declares a parameter named ``system`` (checks and schema overrides may ask for it)."""
+    import inspect
+
+    try:
+        return "system" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 class Unavailable:
     """What a check returns to hide its tool with a reason; ``by_design`` marks a tool that is meant to be hidden
     in this setting (the host did not provide what it needs), which ``hermes plugins doctor`` does not report
@@ -114,13 +124,7 @@ class Availability:
 
     def _run_check(self, check: Callable[..., object]) -> object:
         """Call a check; one that declares a parameter named ``system`` gets the tool system."""
-        import inspect
-
-        try:
-            wants_system = "system" in inspect.signature(check).parameters
-        except (TypeError, ValueError):
-            wants_system = False
-        return check(self.system) if wants_system else check()
+        return check(self.system) if takes_system(check) else check()
 
     def _read(self, entry: ToolEntry, fut: cf.Future[object]) -> tuple[bool, str]:
         if not fut.done():

@@ -181,7 +181,7 @@ class ToolEntry:
     description: str
     emoji: str
     max_result_size_chars: int | None
-    dynamic_schema_overrides: Callable[[frozenset[str]], Mapping[str, Any] | None] | None
+    dynamic_schema_overrides: Callable[..., Mapping[str, Any] | None] | None
     parallel_safe: bool
     timeout: float | None
     plugin: str | None
@@ -204,7 +204,7 @@ class ToolEntry:
         description: str | None = None,
         emoji: str = "",
         max_result_size_chars: int | None = None,
-        dynamic_schema_overrides: Callable[[frozenset[str]], Mapping[str, Any] | None] | None = None,
+        dynamic_schema_overrides: Callable[..., Mapping[str, Any] | None] | None = None,
         parallel_safe: bool = False,
         timeout: float | None = None,
         origin: Provenance = _NO_PROVENANCE,
@@ -300,7 +300,7 @@ class ToolRegistry:
         description: str | None = None,
         emoji: str = "",
         max_result_size_chars: int | None = None,
-        dynamic_schema_overrides: Callable[[frozenset[str]], Mapping[str, Any] | None] | None = None,
+        dynamic_schema_overrides: Callable[..., Mapping[str, Any] | None] | None = None,
         *,
         parallel_safe: bool = False,
         timeout: float | None = None,

@@ -73,7 +73,7 @@ def register(
     description: str | None = None,
     emoji: str = "",
     max_result_size_chars: int | None = None,
-    dynamic_schema_overrides: Callable[[frozenset[str]], Mapping[str, Any] | None] | None = None,
+    dynamic_schema_overrides: Callable[..., Mapping[str, Any] | None] | None = None,
     **options: Any,
 ) -> ToolEntry:
     """``ToolRegistry.register`` on the registry of the system being loaded (see ``ToolRegistry.register``)."""

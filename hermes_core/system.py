@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from . import paths
-from ._availability import Availability
+from ._availability import Availability, takes_system
 from .config import Config, load_config
 from .context import AskUser, CallContext, Guard, workspace_override
 from .decisions import CallOutcome
@@ -389,8 +389,9 @@ class ToolSystem:
         if entry.description != schema.get("description", ""):
             schema = {**schema, "description": entry.description}
         if entry.dynamic_schema_overrides is not None:
+            override = entry.dynamic_schema_overrides
             try:
-                extra = entry.dynamic_schema_overrides(available)
+                extra = override(available, system=self) if takes_system(override) else override(available)
             except Exception:
                 log.exception(
                     "dynamic_schema_overrides of tool %r failed; using the registered schema", entry.name

@@ -1,4 +1,4 @@
-"""Reading the ``[plugins.<section>]`` tables of the service tools, and remembering which system a check ran for.
+"""Reading the ``[plugins.<section>]`` tables of the service tools.
 
 Service credentials live in the configuration (``api_key = {env = "OPENAI_API_KEY"}``); ``plugin_config``
 resolves the ``{env}``/``{file}`` references, so an unset variable reads as missing here.
@@ -6,15 +6,11 @@ resolves the ``{env}``/``{file}`` references, so an unset variable reads as miss
 
 from __future__ import annotations
 
-import weakref
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from hermes_core import ToolError
 
-if TYPE_CHECKING:
-    from hermes_core import ToolSystem
-
-__all__ = ["SystemRef", "as_float", "as_text", "require", "section"]
+__all__ = ["as_float", "as_text", "require", "section"]
 
 
 class _HasConfig(Protocol):
@@ -51,24 +47,3 @@ def require(cfg: dict[str, Any], key: str, hint: str) -> str:
     if value is None:
         raise ToolError(f"not configured: {hint}", retryable=False)
     return value
-
-
-class SystemRef:
-    """The tool system a tool family's checks last ran for.
-
-    ``dynamic_schema_overrides`` is called with the available tool names only; the family's check (which gets
-    the system) records it here, so the override can read that system's configuration and stash. The built-ins
-    register once per system, so each system has its own ``SystemRef``.
-    """
-
-    __slots__ = ("_ref",)
-
-    def __init__(self) -> None:
-        self._ref: weakref.ref[ToolSystem] | None = None
-
-    def set(self, system: ToolSystem) -> None:
-        if self._ref is None or self._ref() is not system:
-            self._ref = weakref.ref(system)
-
-    def get(self) -> ToolSystem | None:
-        return self._ref() if self._ref is not None else None

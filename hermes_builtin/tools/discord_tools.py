@@ -16,7 +16,7 @@ from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
 
 from . import _discord_api as dapi
 from ._remote import Service
-from ._settings import SystemRef, as_text, section
+from ._settings import as_text, section
 
 if TYPE_CHECKING:
     import httpx
@@ -133,20 +133,14 @@ def _check(system: ToolSystem) -> tuple[bool, str] | Unavailable:
 
 
 class _Family:
-    """The per-system check and action-narrowing schema override of one of the two tools."""
+    """The action-narrowing schema override of one of the two tools."""
 
     def __init__(self, name: str, actions: dict[str, Action]) -> None:
         self.name = name
         self.actions = actions
-        self.system = SystemRef()
 
-    def check(self, system: ToolSystem) -> tuple[bool, str] | Unavailable:
-        self.system.set(system)
-        return _check(system)
-
-    def overrides(self, available: frozenset[str]) -> dict[str, Any] | None:
-        system = self.system.get()
-        if system is None or self.name not in available:
+    def overrides(self, available: frozenset[str], system: ToolSystem) -> dict[str, Any] | None:
+        if self.name not in available:
             return None
         access = dapi.bot_access(system, section(system, dapi.SECTION))
         shown = [a for a, spec in self.actions.items() if access.allows(spec[0])]
@@ -396,7 +390,7 @@ def register(registry: ToolRegistry) -> None:
             toolset=TOOLSET,
             schema={"name": name, **_schema(name, actions, list(actions), [])},
             handler=handler,
-            check_fn=family.check,
+            check_fn=_check,
             emoji=emoji,
             dynamic_schema_overrides=family.overrides,
         )

@@ -33,7 +33,7 @@ from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
 from . import _discord_api as dapi
 from ._media import sniff
 from ._remote import Service, field
-from ._settings import SystemRef, as_float, as_text, require, section
+from ._settings import as_float, as_text, require, section
 
 if TYPE_CHECKING:
     import httpx
@@ -86,20 +86,16 @@ def configured(source: Any) -> list[str]:
     return [p for p in PLATFORMS if as_text(section(source, p), "bot_token")]
 
 
-class _Messaging:
-    def __init__(self) -> None:
-        self.system = SystemRef()
+def _check(system: ToolSystem) -> tuple[bool, str] | Unavailable:
+    if configured(system):
+        return True, ""
+    return Unavailable(f"no messaging platform configured: {ENABLE}", by_design=True)  # opt-in
 
-    def check(self, system: ToolSystem) -> tuple[bool, str] | Unavailable:
-        self.system.set(system)
-        if configured(system):
-            return True, ""
-        return Unavailable(f"no messaging platform configured: {ENABLE}", by_design=True)  # opt-in
 
-    def overrides(self, available: frozenset[str]) -> dict[str, Any] | None:
-        system = self.system.get()
-        platforms = configured(system) if system is not None else []
-        return _schema(platforms) if platforms else None
+def _overrides(available: frozenset[str], system: ToolSystem) -> dict[str, Any] | None:
+    """The ``platform`` enum narrowed to the platforms this system has a bot token for."""
+    platforms = configured(system)
+    return _schema(platforms) if platforms else None
 
 
 def split_text(text: str, limit: int) -> list[str]:
@@ -363,14 +359,13 @@ def send_message(
 
 
 def register(registry: ToolRegistry) -> None:
-    messaging = _Messaging()
     registry.register(
         name="send_message",
         toolset=TOOLSET,
         schema=SCHEMA,
         handler=send_message,
-        check_fn=messaging.check,
+        check_fn=_check,
         emoji="📨",
-        dynamic_schema_overrides=messaging.overrides,
+        dynamic_schema_overrides=_overrides,
         timeout=300.0,
     )

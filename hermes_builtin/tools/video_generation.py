@@ -28,7 +28,7 @@ from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable, tool_
 
 from ._media import describe, save_media, sniff
 from ._remote import Service, download, field
-from ._settings import SystemRef, as_float, as_text, require, section
+from ._settings import as_float, as_text, require, section
 
 if TYPE_CHECKING:
     from hermes_core import ToolSystem
@@ -113,31 +113,23 @@ def _provider(cfg: dict[str, Any]) -> str:
     return as_text(cfg, "provider", "openai") or "openai"
 
 
-class _Video:
-    """The per-system check and schema of ``video_generate``."""
+def _check(system: ToolSystem) -> tuple[bool, str] | Unavailable:
+    cfg = section(system, SECTION)
+    provider = _provider(cfg)
+    if provider not in OPTIONS:
+        return (
+            False,
+            f"[plugins.video] provider {provider!r} is not supported; use one of {', '.join(OPTIONS)}",
+        )
+    if as_text(cfg, "api_key") is None:
+        return Unavailable(f"no video provider API key: {ENABLE}", by_design=True)  # opt-in
+    return True, ""
 
-    def __init__(self) -> None:
-        self.system = SystemRef()
 
-    def check(self, system: ToolSystem) -> tuple[bool, str] | Unavailable:
-        self.system.set(system)
-        cfg = section(system, SECTION)
-        provider = _provider(cfg)
-        if provider not in OPTIONS:
-            return (
-                False,
-                f"[plugins.video] provider {provider!r} is not supported; use one of {', '.join(OPTIONS)}",
-            )
-        if as_text(cfg, "api_key") is None:
-            return Unavailable(f"no video provider API key: {ENABLE}", by_design=True)  # opt-in
-        return True, ""
-
-    def overrides(self, available: frozenset[str]) -> dict[str, Any] | None:
-        system = self.system.get()
-        if system is None:
-            return None
-        provider = _provider(section(system, SECTION))
-        return _schema(provider) if provider in OPTIONS else None
+def _overrides(available: frozenset[str], system: ToolSystem) -> dict[str, Any] | None:
+    """Only the configured provider's options."""
+    provider = _provider(section(system, SECTION))
+    return _schema(provider) if provider in OPTIONS else None
 
 
 def _detail(body: Any) -> str | None:
@@ -316,14 +308,13 @@ def video_generate(
 
 
 def register(registry: ToolRegistry) -> None:
-    video = _Video()
     registry.register(
         name="video_generate",
         toolset=TOOLSET,
         schema=SCHEMA,
         handler=video_generate,
-        check_fn=video.check,
+        check_fn=_check,
         emoji="🎬",
-        dynamic_schema_overrides=video.overrides,
+        dynamic_schema_overrides=_overrides,
         timeout=900.0,
     )

@@ -156,6 +156,21 @@ def test_dynamic_schema_overrides_follow_what_is_available() -> None:
     assert only_code[0]["function"]["description"] == "Tool code."
 
 
+def test_dynamic_schema_overrides_that_declare_system_get_the_system() -> None:
+    seen: list[object] = []
+
+    def per_config(available: frozenset[str], system: ToolSystem) -> dict | None:
+        seen.append(system)
+        return {"description": f"Greets in {system.plugin_config('greet').get('language', 'English')}."}
+
+    for language, expected in ((None, "English"), ("Welsh", "Welsh")):
+        config = {"plugins": {"greet": {"language": language}}} if language else None
+        with ToolSystem.load(plugins_dir=False, load_entry_points=False, config=config) as s:
+            s.registry.register("greet", "greet", tool("greet"), print, dynamic_schema_overrides=per_config)
+            assert s.definitions()[0]["function"]["description"] == f"Greets in {expected}."
+            assert seen[-1] is s
+
+
 def test_provider_formats() -> None:
     schema = {
         "name": "find",
