@@ -5,6 +5,10 @@ read-only, the workspace read-write, a private ``/tmp``, a minimal ``/dev``, its
 inside visible ones are covered by an empty read-only tmpfs (folders) or ``/dev/null`` (files).
 ``--die-with-parent`` and the PID namespace end every descendant, ``setsid`` ones included, when the
 command's first process exits or bwrap is killed.
+
+Every sandbox also gets its own user namespace with every capability dropped (``--unshare-user --cap-drop
+ALL``; bwrap sets ``no_new_privs``), whatever the host's uid: run as root, bwrap would otherwise keep the full
+capability set inside, and ``open_by_handle_at``, ``mount -o remount,rw`` or ``mknod`` would reach the host.
 """
 
 from __future__ import annotations
@@ -19,6 +23,10 @@ from ._layout import Layout, SandboxRefused, is_within
 from ._types import Launch
 
 __all__ = ["BwrapBackend", "probe_bwrap"]
+
+# No capabilities inside, as root or not: a user namespace of its own and an empty capability set.
+_PRIVILEGES = ("--unshare-user", "--cap-drop", "ALL")
+
 
 _probe_lock = threading.Lock()
 _probe_result: tuple[str | None, str] | None = None
@@ -57,7 +65,7 @@ def probe_bwrap(refresh: bool = False) -> tuple[str | None, str]:
                 "bwrap (bubblewrap) is not installed (Debian/Ubuntu: apt install bubblewrap)",
             )
         else:
-            argv = [exe, "--unshare-pid", "--unshare-ipc", "--unshare-net", "--die-with-parent"]
+            argv = [exe, *_PRIVILEGES, "--unshare-pid", "--unshare-ipc", "--unshare-net", "--die-with-parent"]
             argv += ["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"]
             try:
                 done = subprocess.run(argv, capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
@@ -98,8 +106,8 @@ class BwrapBackend:
     ) -> Launch:
         if not layout.sees(cwd):
             raise SandboxRefused(f"the working directory {cwd} is outside what the sandbox shows")
-        args = [self.exe, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
-        args.append("--unshare-cgroup-try")
+        args = [self.exe, *_PRIVILEGES, "--die-with-parent", "--unshare-pid", "--unshare-ipc"]
+        args += ["--unshare-uts", "--unshare-cgroup-try"]
         if not network:
             args.append("--unshare-net")
         args += ["--dev", "/dev", "--proc", "/proc"]

@@ -52,6 +52,7 @@ GUARANTEES: dict[str, tuple[str, ...]] = {
         "only the system folders (read-only), the toolchains, the workspace and a private /tmp are visible",
         "$HOME outside the workspace, hermes's config, data, cache and plugins and /etc secrets are hidden",
         "own PID namespace: host processes are invisible and cannot be signalled or read",
+        "own user namespace with no capabilities and no_new_privs, also when hermes runs as root",
         "every process of a call ends with it (setsid included), on timeout and when the system closes",
         "network off removes every interface but loopback",
     ),
