@@ -37,7 +37,7 @@ from ._result import AgentResult, StopReason
 
 if TYPE_CHECKING:
     from ..context import CallContext
-    from ..system import ToolSystem
+    from ..host import Host
 
 __all__ = ["DEFAULT_MAX_TURNS", "DEFAULT_SYSTEM_PROMPT", "Agent", "new_session_id"]
 
@@ -61,7 +61,7 @@ def new_session_id(prefix: str = "agent") -> str:
     return f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
 
 
-def _running(system: ToolSystem) -> weakref.WeakValueDictionary[str, Agent]:
+def _running(system: Host) -> weakref.WeakValueDictionary[str, Agent]:
     return system.stash("agent.running", weakref.WeakValueDictionary, cleanup=lambda _value: None)
 
 
@@ -91,7 +91,7 @@ class Agent:
 
     def __init__(
         self,
-        system: ToolSystem,
+        system: Host,
         *,
         model: str | ModelClient | None = None,
         toolsets: Iterable[str] | None = None,
@@ -165,9 +165,9 @@ class Agent:
     @classmethod
     def current(cls, context: CallContext) -> Agent | None:
         """The agent whose tool call ``context`` belongs to (None when the call did not come from an agent)."""
-        if context.system is None:
+        if context.host is None:
             return None
-        return _running(context.system).get(context.session_id)
+        return _running(context.host).get(context.session_id)
 
     @property
     def cancelled(self) -> bool:
@@ -396,16 +396,11 @@ class Agent:
             self._announce(message)
 
     def _announce(self, message: dict[str, Any]) -> None:
-        """Tell every ``on_agent_message`` implementation; one that raises is logged and the others still run."""
-        caller = getattr(self.system.host.pm.hook, "on_agent_message", None)
-        if caller is None:
-            return
-        values = {"system": self.system, "session_id": self.session_id, "message": dict(message)}
-        for impl in reversed(caller.get_hookimpls()):
-            try:
-                impl.function(*[values[a] for a in impl.argnames])
-            except Exception:
-                log.exception("on_agent_message hook of plugin %r failed (ignored)", impl.plugin_name)
+        """Tell every ``on_agent_message`` implementation through the hook runner (wrappers included); one that
+        raises is logged and the others still run."""
+        self.system.hooks.call(
+            "on_agent_message", system=self.system, session_id=self.session_id, message=dict(message)
+        )
 
     def _repair(self) -> None:
         """Give every tool call of the conversation a result (a run that was interrupted may have left some)."""

@@ -253,7 +253,7 @@ def _failure_problems(record: PluginRecord, probe: ImportCheck) -> list[Problem]
 
 def _hook_problems(system: ToolSystem) -> list[Problem]:
     """Hook implementations that name no hook (pluggy's check_pending), attributed to their plugin."""
-    pm = system.host.pm
+    pm = system.plugins.pm
     known = sorted(n for n, caller in vars(pm.hook).items() if getattr(caller, "spec", None) is not None)
     found: list[Problem] = []
     for plugin in pm.get_plugins():
@@ -278,7 +278,7 @@ def _hook_problems(system: ToolSystem) -> list[Problem]:
                 )
             )
     if not found:
-        for message in system.host.check_pending():
+        for message in system.plugins.check_pending():
             found.append(
                 Problem(
                     "error", "?", "hooks", message, "rename the @hookimpl function to a hook in hookspecs.md"

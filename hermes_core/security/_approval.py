@@ -426,14 +426,16 @@ class ApprovalGate:
         self.store = store
         self.policy = policy if policy is not None else ApprovalPolicy()
 
-    def check(self, request: ApprovalRequest, *, hardline: bool = False) -> bool:
-        """True when the action may go ahead."""
+    def check(
+        self, request: ApprovalRequest, *, hardline: bool = False, approver: Approver | None = None
+    ) -> bool:
+        """True when the action may go ahead; ``approver`` (the call's own) asks instead of the gate's."""
         if hardline:
             return False
         if self.store.is_granted(request):
             return True
         try:
-            answer = _coerce_answer(self.approver.approve(request))
+            answer = _coerce_answer((approver if approver is not None else self.approver).approve(request))
         except Exception:
             return False
         if answer == "deny":
