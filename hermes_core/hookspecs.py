@@ -9,8 +9,8 @@ import pluggy
 if TYPE_CHECKING:
     from .context import CallContext
     from .decisions import CallOutcome
+    from .host import Host
     from .registry import ToolEntry, ToolRegistry
-    from .system import ToolSystem
 
 PROJECT = "hermes"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -56,5 +56,7 @@ def register_commands(cli: Any) -> None:
 
 
 @hookspec
-def on_agent_message(system: ToolSystem, session_id: str, message: dict[str, Any]) -> None:
-    """Observe each message an agent loop adds to a conversation (user, assistant, tool). Raising is logged."""
+def on_agent_message(system: Host, session_id: str, message: dict[str, Any]) -> None:
+    """Observe each message an agent loop adds to a conversation (user, assistant, tool). Raising is logged.
+
+    ``system`` is the tool system the agent runs on, seen through the ``Host`` protocol."""

@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..plugins import source_label
 from ._logs import loading_reported_elsewhere
 from ._output import emit_json, emit_table, is_terminal
 from ._state import get_state
-from ._tools import source_label
 
 if TYPE_CHECKING:
     from ..system import ToolSystem
@@ -103,7 +103,7 @@ def doctor_command(as_json: bool, strict: bool, timeout: float) -> None:
     Exit status 0 when healthy, 1 when any error is found (with --strict, any warning too). Each problem
     comes with a one-line fix. Plain lines: severity, plugin, check, message, fix.
     """
-    from ._doctor import run_doctor
+    from ..doctor import run_doctor
 
     with loading_reported_elsewhere():
         system = get_state().system()

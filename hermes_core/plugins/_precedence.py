@@ -39,6 +39,7 @@ __all__ = [
     "first_party_module",
     "is_first_party_entry_point",
     "plugin_matches",
+    "source_label",
 ]
 
 FIRST_PARTY_DISTRIBUTION = "hermes-tools"
@@ -85,6 +86,14 @@ def plugin_matches(wanted: str, plugin: str | None, distribution: str | None = N
     if wanted == plugin or (distribution is not None and wanted == distribution):
         return True
     return plugin.startswith("dropin:") and wanted == plugin[len("dropin:") :]
+
+
+def source_label(source: str | None, distribution: str | None) -> str:
+    """How a plugin or tool's source reads in listings: ``built-in`` for this distribution's own plugin, else
+    ``entry point``, ``drop-in``, ``mcp`` or ``api``."""
+    if distribution == FIRST_PARTY_DISTRIBUTION:
+        return "built-in"
+    return source or ""
 
 
 def announce_once(plugin: str, tool: str, message: str) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from ._args_errors import ArgumentProblem, ToolArgumentError, describe
-from ._args_fast import static_depth
+from ._args_fast import build_fast_checks, static_depth
 from ._parse import _no_duplicates, check_shape, count_keys, parse_raw_arguments
 from ._validate import Limits, canonical, compile_schema
 
@@ -116,7 +116,9 @@ class ArgumentsProcessor:
         self.max_string = max_string
         self.max_depth = max_depth
         self.max_items = max_items
-        self._root, _ = compile_schema(self.schema, Limits(max_string, max_items))
+        limits = Limits(max_string, max_items)
+        self._root, nodes = compile_schema(self.schema, limits)
+        build_fast_checks(nodes, limits)
         self._ok = self._root.ok
         self._check_shape_first = static_depth(self._root) > max_depth
 

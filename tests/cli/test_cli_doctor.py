@@ -17,7 +17,7 @@ from cli_helpers import (
     write_plugin,
 )
 
-from hermes_core.cli._doctor import import_check
+from hermes_core.doctor import import_check
 from hermes_core.plugins import PluginRecord
 
 
@@ -61,7 +61,7 @@ def test_broken_import_fails_with_the_error_and_a_fix(greet_home: Path, run: Run
     [problem] = problems_of(report, "dropin:broken")
     assert problem["severity"] == "error" and problem["check"] == "import"
     assert "ModuleNotFoundError" in problem["message"] and "hermes_no_such_module_xyz" in problem["message"]
-    assert "hermes_no_such_module_xyz" in problem["fix"] and "-p no:dropin:broken" in problem["fix"]
+    assert "hermes_no_such_module_xyz" in problem["fix"] and "-p no:broken" in problem["fix"]
     row = next(p for p in report["plugins"] if p["name"] == "dropin:broken")
     assert row["import_check"]["ok"] is False and row["problems"] == 1
 

@@ -461,7 +461,7 @@ def test_files_meant_as_plugins_that_register_nothing_are_reported(tmp_path: Pat
     assert never.status == "loaded" and never.tools == []
     assert "registered no tool" in never.note and "only called inside setup()" in never.note
 
-    from hermes_core.cli._doctor import run_doctor
+    from hermes_core.doctor import run_doctor
 
     problems = {(p.plugin, p.severity) for p in run_doctor(system, timeout=30).problems}
     assert ("dropin:forgot", "error") in problems and ("dropin:never_called", "warning") in problems

@@ -1,0 +1,152 @@
+"""The doctor's plugin checks: how each plugin loaded, its hook implementations and its hermes-tools version."""
+
+from __future__ import annotations
+
+import difflib
+from typing import TYPE_CHECKING
+
+from ..plugins._fixes import failure_advice, import_fix
+from ._report import Problem
+
+if TYPE_CHECKING:
+    from ..plugins import PluginRecord
+    from ..system import ToolSystem
+    from ._imports import ImportCheck
+
+__all__ = ["hook_problems", "record_problems", "version_problems"]
+
+SELF_DISTRIBUTION = "hermes-tools"
+
+
+def record_problems(record: PluginRecord, probe: ImportCheck) -> list[Problem]:
+    """What went wrong with one plugin: its load failure, an import that only works in-process, a block, a
+    drop-in file that was skipped or registered nothing."""
+    out: list[Problem] = []
+    advice = failure_advice(record, probe.error)
+    if advice is not None:
+        out.append(Problem("error", record.name, advice.check, advice.message, advice.fix))
+    if record.status == "loaded" and not probe.ok and probe.error:
+        out.append(
+            Problem(
+                "error",
+                record.name,
+                "import",
+                f"does not import on its own: {probe.error}",
+                import_fix(record, probe.error),
+            )
+        )
+    if record.status == "blocked":
+        out.append(
+            Problem(
+                "info",
+                record.name,
+                "blocked",
+                f"blocked: {record.note or 'by configuration'}",
+                "remove it from plugins.blocked, HERMES_BLOCK_PLUGINS or -p no:NAME to load it",
+            )
+        )
+    elif record.status == "skipped":
+        out.append(
+            Problem(
+                "error" if record.error else "warning",
+                record.name,
+                "import",
+                f"never imported: {record.note}",
+                "register tools with registry.register(...) (from hermes_core import registry) or define "
+                "@hookimpl functions; prefix a helper file's name with _ so the folder scan ignores it",
+            )
+        )
+    elif record.status == "loaded" and record.source == "drop-in" and not record.tools and not record.hooks:
+        out.append(
+            Problem(
+                "warning",
+                record.name,
+                "import",
+                record.note or "imported, but it registered no tool and implements no hook",
+                "make sure registry.register(...) runs when the file is imported (call the function that "
+                "registers at top level, check the conditions around it)",
+            )
+        )
+    return out
+
+
+def hook_problems(system: ToolSystem) -> list[Problem]:
+    """Hook implementations that name no hook (pluggy's check_pending), attributed to their plugin."""
+    pm = system.plugins.pm
+    known = sorted(n for n, caller in vars(pm.hook).items() if getattr(caller, "spec", None) is not None)
+    found: list[Problem] = []
+    for plugin in pm.get_plugins():
+        for caller in pm.get_hookcallers(plugin) or []:
+            if caller.spec is not None:
+                continue
+            if all(
+                getattr(impl, "optionalhook", False)
+                for impl in caller.get_hookimpls()
+                if impl.plugin is plugin
+            ):
+                continue
+            close = difflib.get_close_matches(caller.name, known, n=1)
+            hint = f"rename it to {close[0]!r}" if close else f"use one of: {', '.join(known)}"
+            found.append(
+                Problem(
+                    "error",
+                    pm.get_name(plugin) or "?",
+                    "hooks",
+                    f"implements unknown hook {caller.name!r}",
+                    hint,
+                )
+            )
+    if not found:
+        for message in system.plugins.check_pending():
+            found.append(
+                Problem(
+                    "error", "?", "hooks", message, "rename the @hookimpl function to a hook in hookspecs.md"
+                )
+            )
+    return found
+
+
+def version_problems(record: PluginRecord, version: str) -> list[Problem]:
+    """Check the ``hermes-tools`` requirement a plugin's distribution declares against this version."""
+    if record.source != "entry point" or not record.distribution or record.distribution == SELF_DISTRIBUTION:
+        return []
+    import importlib_metadata
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    try:
+        requires = importlib_metadata.requires(record.distribution) or []
+    except importlib_metadata.PackageNotFoundError:
+        return []
+    declared = False
+    for text in requires:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(req.name) != SELF_DISTRIBUTION:
+            continue
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        declared = True
+        if req.specifier and not req.specifier.contains(version, prereleases=True):
+            return [
+                Problem(
+                    "error",
+                    record.name,
+                    "version",
+                    f"{record.distribution} requires hermes-tools{req.specifier}, this is {version}",
+                    f"pip install a version of {record.distribution} made for hermes-tools {version}",
+                )
+            ]
+    if not declared:
+        return [
+            Problem(
+                "warning",
+                record.name,
+                "version",
+                f"{record.distribution} declares no hermes-tools version range",
+                "add 'hermes-tools>=X,<Y' to the plugin's dependencies",
+            )
+        ]
+    return []
