@@ -241,15 +241,10 @@ class ToolRegistry:
     def __init__(self, *, schema_checker: SchemaCheck | None = None) -> None:
         self._entries: dict[str, ToolEntry] = {}
         self._lock = threading.RLock()
-        self._generation = 0
+        self.generation = 0  # bumped by every successful register or deregister (read it, never write it)
         self._snapshot: tuple[int, tuple[ToolEntry, ...]] = (0, ())
         self.schema_checker = schema_checker
         self.arbiter: Arbiter | None = None  # decides clashes between plugins (set by the plugin host)
-
-    @property
-    def generation(self) -> int:
-        """Bumped by every successful register or deregister."""
-        return self._generation
 
     def register(self, *args: Any, replace: bool = False, **fields: Any) -> ToolEntry:
         """Register a tool and return its entry; ``fields`` are ``ToolEntry``'s (``name``, ``toolset``,
@@ -327,7 +322,7 @@ class ToolRegistry:
                     log.error("%s", err)
                     raise err
             self._entries[entry.name] = entry
-            self._generation += 1
+            self.generation += 1
         return entry
 
     def deregister(self, name: str) -> ToolEntry | None:
@@ -335,7 +330,7 @@ class ToolRegistry:
         with self._lock:
             entry = self._entries.pop(name, None)
             if entry is not None:
-                self._generation += 1
+                self.generation += 1
             return entry
 
     def deregister_toolset(self, toolset: str) -> list[ToolEntry]:
@@ -345,7 +340,7 @@ class ToolRegistry:
             for entry in gone:
                 del self._entries[entry.name]
             if gone:
-                self._generation += 1
+                self.generation += 1
             return gone
 
     def get(self, name: str) -> ToolEntry | None:
@@ -367,11 +362,11 @@ class ToolRegistry:
     def entries(self) -> tuple[ToolEntry, ...]:
         """A consistent snapshot of all entries in registration order."""
         gen, snap = self._snapshot
-        if gen == self._generation and (snap or not self._entries):
+        if gen == self.generation and (snap or not self._entries):
             return snap
         with self._lock:
             snap = tuple(self._entries.values())
-            self._snapshot = (self._generation, snap)
+            self._snapshot = (self.generation, snap)
             return snap
 
     def __iter__(self) -> Iterator[ToolEntry]:

@@ -93,7 +93,8 @@ class ToolSystem:
         self.sessions = Sessions()
         self.pipeline = Pipeline(
             tools=self.registry.view(),
-            select=self.selector.select,
+            select=self.selector.current,
+            settle=self.selector.settle,
             config=self.config,
             hooks=self.plugins.hooks,
             guard=self._guard,
@@ -248,6 +249,7 @@ class ToolSystem:
         if system._schema_checker is not None:
             system._schema_checker.flush()
         system.pipeline.refresh_hooks()
+        system.availability.start(system.registry.entries())  # every check at once, off the call path
         if mcp and cfg.mcp_servers:
             system._start_mcp()
         return system

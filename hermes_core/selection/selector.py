@@ -37,14 +37,19 @@ def names_key(value: Names) -> tuple[str, ...] | None:
 
 @dataclass(slots=True)
 class Selection:
-    """The resolved tools of one key: valid for one registry generation and toolsets version, until ``expires``."""
+    """The resolved tools of one key: valid for one registry generation, toolsets version and checks epoch, until
+    ``expires``. ``pending`` are selected tools whose check was still running when it was resolved (see
+    ``Availability``): they keep their previous verdict, or are hidden when they have none."""
 
     generation: int
     toolsets_version: int
+    epoch: int
     expires: float
     available: frozenset[str]
     selected: frozenset[str]
     hidden: dict[str, str]
+    pending: frozenset[str] = frozenset()
+    entries: dict[str, ToolEntry] = field(default_factory=dict)  # the available tools' entries, by name
     rendered: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
@@ -78,31 +83,63 @@ class Selector:
         self._selections: dict[tuple[Any, ...], Selection] = {}
         self._default: Selection | None = None
 
-    def select(self, enabled: Names, disabled: Names, disabled_tools: Names) -> Selection:
-        """The current selection for this key (cached; re-resolved when anything it depends on changed)."""
+    def select(
+        self, enabled: Names, disabled: Names, disabled_tools: Names, *, wait: bool = True
+    ) -> Selection:
+        """The current selection for this key (cached; re-resolved when anything it depends on changed).
+
+        ``wait=False`` (the call path) never waits for a running check: such tools are ``pending`` in the
+        result. Otherwise the checks without a verdict are waited for, each until its deadline.
+        """
         if enabled is None and disabled is None and disabled_tools is None:
             sel = self._default  # the common case, kept out of the dict
             key: tuple[Any, ...] = _DEFAULT_KEY
         else:
             key = (names_key(enabled), names_key(disabled), names_key(disabled_tools))
             sel = self._selections.get(key)
-        registry_generation = self.registry.generation
-        toolsets_version = self.toolsets.version
+        generation, version, epoch = self.registry.generation, self.toolsets.version, self.availability.epoch
         if (
             sel is not None
-            and sel.generation == registry_generation
-            and sel.toolsets_version == toolsets_version
+            and sel.generation == generation
+            and sel.toolsets_version == version
+            and sel.epoch == epoch
             and sel.expires > _monotonic()
+            and not (wait and sel.pending)
         ):
             return sel
-        sel = self._resolve(key, (registry_generation, toolsets_version), sel)
+        sel = self._resolve(key, (generation, version, epoch), sel, wait)
         if key is _DEFAULT_KEY:
             self._default = sel
         return sel
 
     __call__ = select
 
-    def _resolve(self, key: tuple[Any, ...], stamp: tuple[int, int], prior: Selection | None) -> Selection:
+    def current(self, enabled: Names, disabled: Names, disabled_tools: Names) -> Selection:
+        """``select`` without waiting for any check (what a call asks; see ``settle``)."""
+        sel = self._default
+        if (  # the common case first: the host's own selection, still valid
+            sel is not None
+            and enabled is None
+            and disabled is None
+            and disabled_tools is None
+            and sel.generation == self.registry.generation
+            and sel.toolsets_version == self.toolsets.version
+            and sel.epoch == self.availability.epoch
+            and sel.expires > _monotonic()
+        ):
+            return sel
+        return self.select(enabled, disabled, disabled_tools, wait=False)
+
+    def settle(self, name: str, enabled: Names, disabled: Names, disabled_tools: Names) -> Selection:
+        """The selection once tool ``name``'s own running check has answered (or overrun its deadline)."""
+        entry = self.registry.get(name)
+        if entry is not None:
+            self.availability.wait_for(entry)
+        return self.select(enabled, disabled, disabled_tools, wait=False)
+
+    def _resolve(
+        self, key: tuple[Any, ...], stamp: tuple[int, int, int], prior: Selection | None, wait: bool
+    ) -> Selection:
         enabled, disabled, disabled_tools = key
         if disabled is None:
             disabled = self.default_disabled if self.default_disabled is not None else self._config_disabled
@@ -112,13 +149,15 @@ class Selector:
             disabled_tools if disabled_tools is not None else self._config_disabled_tools,
         )
         entries = [e for e in self.registry.entries() if e.name in selected]
-        verdicts = self.availability.verdicts(entries)
+        verdicts, pending = self.availability.assess(entries, wait=wait)
         available = frozenset(n for n, (ok, _) in verdicts.items() if ok)
         hidden = {n: reason for n, (ok, reason) in verdicts.items() if not ok}
-        sel = Selection(*stamp, time.monotonic() + self.availability.ttl, available, selected, hidden)
+        expires = time.monotonic() + self.availability.ttl
+        usable = {e.name: e for e in entries if e.name in available}
+        sel = Selection(*stamp, expires, available, selected, hidden, pending, usable)
         if (
             prior is not None
-            and (prior.generation, prior.toolsets_version) == stamp
+            and (prior.generation, prior.toolsets_version) == stamp[:2]
             and prior.available == available
         ):
             sel.rendered = prior.rendered  # same tools, same schemas: keep the rendered lists
