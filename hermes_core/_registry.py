@@ -44,6 +44,10 @@ SchemaCheck = Callable[[str, Mapping[str, Any]], None]
 Arbiter = Callable[["ToolEntry", "ToolEntry", bool], "str | None"]
 """``arbiter(existing, new, replace)`` decides a clash between two plugins: "replace", "keep" or None (the
 default rules); it raises a ``RegistrationError`` to refuse the new entry."""
+RefusalHandler = Callable[["ToolEntry", "RegistrationError"], bool]
+"""``on_refusal(entry, error)`` is told of a refused registration (a name clash, a schema the checker refused);
+True means it took note of it and the registration ends quietly (``register`` returns the entry, unregistered),
+False that the error is raised."""
 
 
 class RegistrationError(ValueError):
@@ -59,8 +63,8 @@ class ToolNameConflict(RegistrationError):
         self.toolset = toolset
         super().__init__(
             f"tool {name!r} from toolset {toolset!r} clashes with the tool of the same name from toolset "
-            f"{existing.toolset!r} (registered by {existing.plugin or 'unknown plugin'}); "
-            "rename one, or pass replace=True to replace it on purpose"
+            f"{existing.toolset!r} (registered by {existing.plugin or 'unknown plugin'}); rename one of them, or "
+            "replace it on purpose: replace=True in code, or [tools] override in the config"
         )
 
 
@@ -245,6 +249,8 @@ class ToolRegistry:
         self._snapshot: tuple[int, tuple[ToolEntry, ...]] = (0, ())
         self.schema_checker = schema_checker
         self.arbiter: Arbiter | None = None  # decides clashes between plugins (set by the plugin host)
+        # told of refusals while a plugin loads (set by the plugin host: the plugin loses that tool alone)
+        self.on_refusal: RefusalHandler | None = None
 
     def register(self, *args: Any, replace: bool = False, **fields: Any) -> ToolEntry:
         """Register a tool and return its entry; ``fields`` are ``ToolEntry``'s (``name``, ``toolset``,
@@ -289,8 +295,6 @@ class ToolRegistry:
         limit = fields.get("max_result_size_chars")
         if limit is not None and (not isinstance(limit, int) or limit <= 0):
             raise InvalidSchemaError(f"tool {name!r}: max_result_size_chars must be a positive int")
-        if self.schema_checker is not None:
-            self.schema_checker(name, fields["schema"])
         entry = ToolEntry(**fields)
         origin = _provenance.get()
         entry.plugin, entry.distribution, entry.version, entry.source = (
@@ -299,10 +303,26 @@ class ToolRegistry:
             origin.version,
             origin.source,
         )
+        if self.schema_checker is not None:
+            try:
+                self.schema_checker(name, fields["schema"])
+            except InvalidSchemaError as err:
+                if self.on_refusal is not None and self.on_refusal(entry, err):
+                    return entry
+                raise
         return self.add(entry, replace=replace)
 
     def add(self, entry: ToolEntry, *, replace: bool = False) -> ToolEntry:
         """Insert a ready-made entry under the same conflict rules as ``register``."""
+        try:
+            return self._add(entry, replace)
+        except RegistrationError as err:
+            if self.on_refusal is not None and self.on_refusal(entry, err):
+                return entry
+            log.error("%s", err)
+            raise
+
+    def _add(self, entry: ToolEntry, replace: bool) -> ToolEntry:
         with self._lock:
             existing = self._entries.get(entry.name)
             if existing is not None and self.arbiter is not None and existing.plugin != entry.plugin:
@@ -314,13 +334,9 @@ class ToolRegistry:
             if existing is not None and not replace:
                 if existing.toolset != entry.toolset:
                     if not (_is_mcp(existing.toolset) and _is_mcp(entry.toolset)):
-                        err: RegistrationError = ToolNameConflict(entry.name, existing, entry.toolset)
-                        log.error("%s", err)
-                        raise err
+                        raise ToolNameConflict(entry.name, existing, entry.toolset)
                 else:
-                    err = ToolAlreadyRegistered(entry.name, entry.toolset)
-                    log.error("%s", err)
-                    raise err
+                    raise ToolAlreadyRegistered(entry.name, entry.toolset)
             self._entries[entry.name] = entry
             self.generation += 1
         return entry

@@ -63,10 +63,13 @@ class ToolSystem:
         self._schema_checker = checker
         self.registry = ToolRegistry(schema_checker=checker)
         self.plugins = PluginHost(
-            self.registry, strict=strict, blocked=blocked, overrides=self.config.tool_overrides
+            self.registry,
+            strict=strict,
+            blocked=blocked,
+            overrides=self.config.tool_overrides,
+            on_failure=self.config.on_failure,
         )
         self.toolsets = Toolsets(self.registry)
-        self.plugins.on_evict = self.toolsets.remove_plugin
         self.toolset_errors: list[str] = []
         self.availability = Availability(
             ttl=self.config.check_ttl, timeout=self.config.check_timeout, system=self
@@ -327,7 +330,7 @@ class ToolSystem:
     def unregister_plugin(self, name: str) -> None:
         """Remove a plugin's hooks, its tools and its toolsets."""
         plugin = self.plugins.pm.get_plugin(name)
-        if plugin is not None:
+        if plugin is not None:  # the plugin, or the stand-in of a failed one refusing calls
             self.plugins.pm.unregister(plugin)
         for entry in self.registry.entries():
             if entry.plugin == name:

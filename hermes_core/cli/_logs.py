@@ -55,8 +55,11 @@ def loading_reported_elsewhere() -> Iterator[None]:
     if _handler.verbose:
         yield
         return
+    from ..plugins._precedence import announcements_muted
+
     _handler.addFilter(_from_loading)
     try:
-        yield
+        with announcements_muted():
+            yield
     finally:
         _handler.removeFilter(_from_loading)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import difflib
 from typing import TYPE_CHECKING
 
-from ..plugins._fixes import failure_advice, import_fix
+from ..plugins._fixes import failure_advice, import_fix, refusal_advice, short_name
+from ..plugins._policy import POLICY_HOOKS
 from ._report import Problem
 
 if TYPE_CHECKING:
@@ -25,6 +26,23 @@ def record_problems(record: PluginRecord, probe: ImportCheck) -> list[Problem]:
     advice = failure_advice(record, probe.error)
     if advice is not None:
         out.append(Problem("error", record.name, advice.check, advice.message, advice.fix))
+        out.extend(_policy_problems(record, advice.fix))
+    for tool, error in sorted(record.refused.items()):
+        lost = refusal_advice(record, error)
+        out.append(
+            Problem("error", record.name, lost.check, f"lost its tool {tool!r}: {lost.message}", lost.fix)
+        )
+    for name in record.unmarked:
+        out.append(
+            Problem(
+                "error",
+                record.name,
+                "hooks",
+                f"defines {name} without @hookimpl, so it never runs"
+                + (" and registers no tool" if name == "register_tools" else ""),
+                f"decorate {name} with @hookimpl (from hermes_core import hookimpl)",
+            )
+        )
     if record.status == "loaded" and not probe.ok and probe.error:
         out.append(
             Problem(
@@ -56,7 +74,11 @@ def record_problems(record: PluginRecord, probe: ImportCheck) -> list[Problem]:
                 "@hookimpl functions; prefix a helper file's name with _ so the folder scan ignores it",
             )
         )
-    elif record.status == "loaded" and record.source == "drop-in" and not record.tools and not record.hooks:
+    elif (
+        record.status == "loaded"
+        and record.source == "drop-in"
+        and not (record.tools or record.hooks or record.refused or record.unmarked)
+    ):
         out.append(
             Problem(
                 "warning",
@@ -68,6 +90,36 @@ def record_problems(record: PluginRecord, probe: ImportCheck) -> list[Problem]:
             )
         )
     return out
+
+
+def _policy_problems(record: PluginRecord, fix: str) -> list[Problem]:
+    """A failed plugin whose policy hooks are gone: what happens to calls now, as the config decides."""
+    lost = sorted(POLICY_HOOKS & set(record.hooks))
+    name = short_name(record.name)
+    if record.on_failure == "refuse":
+        what = ", ".join(lost) + " hook" if lost else "hooks"
+        return [
+            Problem(
+                "error",
+                record.name,
+                "policy",
+                f"the plugin failed, so its {what} cannot run: every tool call is refused until it loads "
+                '([plugins] on_failure = "refuse")',
+                f'{fix}; or run calls without it: [plugins] on_failure = {{{name} = "continue"}}',
+            )
+        ]
+    if lost:
+        return [
+            Problem(
+                "error",
+                record.name,
+                "policy",
+                f"the plugin failed, so its {', '.join(lost)} hook does not run: tool calls run WITHOUT its policy "
+                '([plugins] on_failure = "continue")',
+                f'{fix}; or refuse calls until it loads: [plugins] on_failure = {{{name} = "refuse"}}',
+            )
+        ]
+    return []
 
 
 def hook_problems(system: ToolSystem) -> list[Problem]:

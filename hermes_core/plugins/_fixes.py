@@ -66,15 +66,17 @@ def clash_fix(record: PluginRecord, tool: str, *, builtin: bool) -> str:
 
 
 def refusal_advice(record: PluginRecord, error: str) -> Advice:
-    """A tool of ``record`` refused at registration (a name clash or an invalid schema)."""
+    """A tool of ``record`` refused at registration (a name clash or an invalid schema); the message is the
+    error without the advice it carries for code (the fix says what a user can do)."""
+    message = re.split(r"\. Rename |; rename |; pass replace=True", error, maxsplit=1)[0]
     reserved = _RESERVED.search(error)
     if reserved:
-        return Advice("clash", error, clash_fix(record, reserved.group(1), builtin=True))
+        return Advice("clash", message, clash_fix(record, reserved.group(1), builtin=True))
     clash = _CLASH.search(error)
     if clash or "clashes with" in error or "already registered" in error:
         tool = clash.group(1) if clash else "?"
-        return Advice("clash", error, clash_fix(record, tool, builtin=False))
-    return Advice("schema", error, "fix the tool's schema (see `hermes tools show` of a working tool)")
+        return Advice("clash", message, clash_fix(record, tool, builtin=False))
+    return Advice("schema", message, "fix the tool's schema (see `hermes tools show` of a working tool)")
 
 
 def failure_advice(record: PluginRecord, detail: str | None = None) -> Advice | None:

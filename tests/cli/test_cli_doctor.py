@@ -10,6 +10,7 @@ from cli_helpers import (
     BAD_HOOK_ARGS,
     BROKEN_IMPORT,
     CLASH,
+    CURL_GUARD,
     NOT_A_PLUGIN,
     POLICY,
     UNKNOWN_HOOK,
@@ -239,3 +240,19 @@ def test_unknown_toolsets_in_disabled_are_warnings(home: Path, run: Run) -> None
     (home / "config.toml").write_text('[toolsets]\nenabled = ["mattermost"]\n')
     broken = run("tools", "list")
     assert broken.exit_code == 2 and "mattermost" in broken.stderr  # enabling one still fails loudly
+
+
+def test_a_clash_keeps_the_blocking_hook_and_the_stderr_hint_is_the_doctors_fix(home: Path, run: Run) -> None:
+    """The case of the issue: a policy plugin also registers a built-in's name. It loses that tool alone: its
+    pre_tool_call still blocks curl, and the hint on stderr is the fix the doctor gives."""
+    write_plugin(home, "guard", CURL_GUARD)
+    blocked = run("call", "terminal", "command=curl https://example.invalid/")
+    assert blocked.exit_code == 3 and "curl is not allowed here" in blocked.stdout
+    hint = next(line for line in blocked.stderr.splitlines() if "lost its tool 'write_file'" in line)
+    code, report = doctor(run)
+    assert code == 1
+    [clash] = problems_of(report, "dropin:guard")
+    assert clash["severity"] == "error" and clash["check"] == "clash"
+    assert hint.endswith(f"fix: {clash['fix']}")
+    rows = {p["name"]: p for p in report["plugins"]}
+    assert rows["dropin:guard"]["status"] == "loaded" and rows["dropin:guard"]["hooks"] == ["pre_tool_call"]
