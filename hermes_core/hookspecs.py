@@ -28,6 +28,12 @@ def register_toolsets() -> dict[str, dict[str, Any]] | None:
 
 
 @hookspec
+def plugin_config_schema() -> dict[str, dict[str, Any]] | None:
+    """Return ``{section: JSON Schema}`` for the ``[plugins.<section>]`` tables this plugin reads: loading and
+    ``hermes plugins doctor`` check the configuration against them."""
+
+
+@hookspec
 def pre_tool_call(name: str, arguments: dict[str, Any], entry: ToolEntry, context: CallContext) -> Any:
     """Inspect a validated call before it runs.
 

@@ -247,6 +247,7 @@ class ToolSystem:
             manager.add_plugin(plugin)
         manager.run_register_tools()
         manager.run_register_toolsets(system._define_plugin_toolsets)
+        system._check_plugin_config()
         for name, spec in cfg.custom_toolsets.items():
             system._define_config_toolset(name, spec)
         if system._schema_checker is not None:
@@ -256,6 +257,11 @@ class ToolSystem:
         if mcp and cfg.mcp_servers:
             system._start_mcp()
         return system
+
+    def _check_plugin_config(self) -> None:
+        """Each plugin's ``[plugins.<section>]`` tables against the schemas it declares (see ``PluginHost``)."""
+        where = str(self.config.path) if self.config.path is not None else "the configuration file"
+        self.plugins.check_config(lambda name: self.config.data.get("plugins", {}).get(name), where)
 
     def _define_plugin_toolsets(self, specs: Mapping[str, Any], plugin: str | None) -> None:
         """A plugin's composite toolsets; a built-in composite (``hermes-cli``...) is the built-ins' alone."""
@@ -324,6 +330,7 @@ class ToolSystem:
         if record.status == "loaded":
             self.plugins.run_register_tools(only=plugin)
             self.plugins.run_register_toolsets(self._define_plugin_toolsets, only=plugin)
+            self._check_plugin_config()
         self.pipeline.refresh_hooks()
         return record
 

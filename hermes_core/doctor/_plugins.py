@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from typing import TYPE_CHECKING
 
-from ..plugins._fixes import failure_advice, import_fix, refusal_advice, short_name
+from ..plugins._fixes import config_fix, failure_advice, import_fix, refusal_advice, short_name
 from ..plugins._policy import POLICY_HOOKS
 from ._report import Problem
 
@@ -19,7 +19,9 @@ __all__ = ["hook_problems", "record_problems", "version_problems"]
 SELF_DISTRIBUTION = "hermes-tools"
 
 
-def record_problems(record: PluginRecord, probe: ImportCheck) -> list[Problem]:
+def record_problems(
+    record: PluginRecord, probe: ImportCheck, config_file: str = "the configuration file"
+) -> list[Problem]:
     """What went wrong with one plugin: its load failure, an import that only works in-process, a block, a
     drop-in file that was skipped or registered nothing."""
     out: list[Problem] = []
@@ -31,6 +33,10 @@ def record_problems(record: PluginRecord, probe: ImportCheck) -> list[Problem]:
         lost = refusal_advice(record, error)
         out.append(
             Problem("error", record.name, lost.check, f"lost its tool {tool!r}: {lost.message}", lost.fix)
+        )
+    for problem in record.config_problems:
+        out.append(
+            Problem("error", record.name, "config", problem["message"], config_fix(problem, config_file))
         )
     for name in record.unmarked:
         out.append(

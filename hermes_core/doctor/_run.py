@@ -28,11 +28,12 @@ def run_doctor(system: ToolSystem, *, timeout: float = 30.0) -> DoctorReport:
     from ..plugins import source_label
 
     records = system.plugin_records()
+    config_file = str(system.config.path) if system.config.path is not None else "the configuration file"
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(records)))) as pool:
         probes = list(pool.map(lambda r: import_check(r, timeout), records))
     report = DoctorReport()
     for record, probe in zip(records, probes, strict=True):
-        report.problems.extend(record_problems(record, probe))
+        report.problems.extend(record_problems(record, probe, config_file))
         report.problems.extend(version_problems(record, __version__))
         report.plugins.append(
             {

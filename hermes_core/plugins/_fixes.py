@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ._manager import PluginRecord
 
-__all__ = ["Advice", "clash_fix", "failure_advice", "import_fix", "short_name"]
+__all__ = [
+    "Advice",
+    "clash_fix",
+    "config_fix",
+    "failure_advice",
+    "import_fix",
+    "refusal_advice",
+    "short_name",
+]
 
 _RESERVED = re.compile(r"tool '([^']+)' clashes with the built-in tool")
 _CLASH = re.compile(r"tool '([^']+)' (?:from toolset '[^']*' )?clashes with")
@@ -63,6 +71,16 @@ def clash_fix(record: PluginRecord, tool: str, *, builtin: bool) -> str:
         f"rename the tool {tool!r} in one of the two plugins, block one: -p no:{short}, or choose the winner "
         f'with [tools] override = {{{tool} = "{short}"}} in the config'
     )
+
+
+def config_fix(problem: dict[str, str], where: str) -> str:
+    """The fix for a ``[plugins.<section>]`` value of the wrong shape (``PluginRecord.config_problems``)."""
+    if not problem.get("section"):
+        return "fix the plugin's plugin_config_schema hook (it must return {section: JSON Schema})"
+    key = f"plugins.{problem['section']}" + (f".{problem['path']}" if problem.get("path") else "")
+    if not problem.get("path") or "[" in problem["path"]:
+        return f"correct [plugins.{problem['section']}] in {where} (see the plugin's README)"
+    return f"correct {key} in {where}, or run: hermes config set {key} VALUE"
 
 
 def refusal_advice(record: PluginRecord, error: str) -> Advice:

@@ -39,7 +39,7 @@ from ..registry import (
 )
 from ._dropin import scan_directory
 from ._entrypoints import EntryPointInfo, discover
-from ._fixes import failure_advice, refusal_advice
+from ._fixes import config_fix, failure_advice, refusal_advice
 from ._hooks import HookRunner, refusals
 from ._policy import POLICY_HOOKS, Refusal, declared_hooks, failure_mode, unmarked_hooks
 from ._precedence import Arbiter, announce_once, first_party_module, is_first_party_entry_point
@@ -73,6 +73,7 @@ class PluginRecord:
     note: str = ""
     first_party: bool = False  # the hermes-tools distribution's own ``builtin`` plugin (see _precedence)
     refused: dict[str, str] = field(default_factory=dict)  # tools refused while it loaded -> why
+    config_problems: list[dict[str, str]] = field(default_factory=list)  # {section, path, message}
     unmarked: list[str] = field(default_factory=list)  # functions named after a hook but without @hookimpl
     on_failure: str = (
         ""  # for a failed plugin: "refuse" (calls are blocked) or "continue" (they run without it)
@@ -95,6 +96,7 @@ class PluginRecord:
             "note": self.note,
             "first_party": self.first_party,
             "refused": dict(self.refused),
+            "config_problems": [dict(p) for p in self.config_problems],
             "unmarked": list(self.unmarked),
             "on_failure": self.on_failure,
         }
@@ -102,6 +104,18 @@ class PluginRecord:
 
 def _error_text(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}"
+
+
+def _references_as_text(value: Any) -> Any:
+    """A config section with ``{env = ...}``/``{file = ...}`` references as text: a secret is never echoed in a
+    message, and a reference stands for a string."""
+    if isinstance(value, dict):
+        if len(value) == 1 and set(value) <= {"env", "file"}:
+            return f"<from {next(iter(value))} {next(iter(value.values()))}>"
+        return {k: _references_as_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_references_as_text(v) for v in value]
+    return value
 
 
 class PluginHost:
@@ -431,6 +445,48 @@ class PluginHost:
                 log.error("plugin %r: bad toolset definition: %s", record.name, record.error)
                 if self.strict:
                     raise PluginLoadError(f"plugin {record.name!r}: {record.error}") from err
+
+    def check_config(self, sections: Callable[[str], Any], where: str) -> None:
+        """Check each ``[plugins.<section>]`` table against the schema its plugin declares
+        (``plugin_config_schema``); what is wrong is recorded on the plugin and logged with the fix.
+
+        ``sections(name)`` returns a section as written (secret references unresolved) or None; ``where`` names
+        the configuration file for the fix.
+        """
+        from ..schema import schema_problems, value_problems
+
+        for step in self.hooks.each("plugin_config_schema", {}, order=self._first_party_first):
+            record = self.records.get(step.plugin_name)
+            if record is None or record.status != "loaded":
+                continue
+            record.config_problems = []
+            if step.error is not None or (step.value is not None and not isinstance(step.value, dict)):
+                why = _error_text(step.error) if step.error else f"returned {type(step.value).__name__}"
+                record.config_problems.append(
+                    {"section": "", "path": "", "message": f"plugin_config_schema {why}"}
+                )
+                continue
+            for section, schema in (step.value or {}).items():
+                broken = (
+                    schema_problems(schema)
+                    if isinstance(schema, dict)
+                    else ["it is not a JSON Schema object"]
+                )
+                if broken:
+                    message = f"its schema for [plugins.{section}] is invalid: {broken[0]}"
+                    record.config_problems.append({"section": section, "path": "", "message": message})
+                    continue
+                value = sections(section)
+                if value is None:
+                    continue
+                for bad in value_problems(schema, _references_as_text(value)):
+                    path = "" if bad.path == "$" else bad.path
+                    said = bad.message or f"{path or 'the table'}: expected {bad.expected}, got {bad.got}"
+                    message = f"[plugins.{section}] {said}"
+                    record.config_problems.append({"section": section, "path": path, "message": message})
+            for found in record.config_problems:
+                fix = config_fix(found, where)
+                log.error("plugin %r: %s; fix: %s", record.name, found["message"], fix)
 
     def check_pending(self) -> list[str]:
         """Hook implementations that name no known hook (pluggy's check_pending), as messages."""

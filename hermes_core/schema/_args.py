@@ -28,6 +28,7 @@ __all__ = [
     "compile_arguments",
     "parameters_schema",
     "parse_tool_arguments",
+    "value_problems",
 ]
 
 MAX_LENGTH = 1_000_000
@@ -240,3 +241,10 @@ def coerce_tool_args(schema: Mapping[str, Any], args: dict[str, Any]) -> dict[st
     that cannot be converted are left as they are (validation reports them).
     """
     return _processor_for(schema).coerce(args)
+
+
+def value_problems(schema: Mapping[str, Any], value: Any) -> list[ArgumentProblem]:
+    """Every way ``value`` breaks the JSON Schema ``schema``, nothing coerced: for data that is not a model's
+    arguments (a plugin's configuration section). Raises ``ValueError`` for a schema that cannot be compiled."""
+    root, _ = compile_schema(schema, Limits(MAX_STRING, MAX_ITEMS))
+    return root.problems(value)

@@ -256,3 +256,31 @@ def test_a_clash_keeps_the_blocking_hook_and_the_stderr_hint_is_the_doctors_fix(
     assert hint.endswith(f"fix: {clash['fix']}")
     rows = {p["name"]: p for p in report["plugins"]}
     assert rows["dropin:guard"]["status"] == "loaded" and rows["dropin:guard"]["hooks"] == ["pre_tool_call"]
+
+
+def test_an_ill_typed_plugin_setting_is_an_error_with_the_key_to_fix(home: Path, run: Run) -> None:
+    write_plugin(
+        home,
+        "paced",
+        """
+        from hermes_core import hookimpl
+
+        @hookimpl
+        def plugin_config_schema():
+            return {"paced": {"type": "object", "properties": {"per_minute": {"type": "number"}}}}
+
+        @hookimpl
+        def pre_tool_call(name, context):
+            return None
+        """,
+    )
+    (home / "config.toml").write_text('[plugins.paced]\nper_minute = "fast"\n')
+    code, report = doctor(run)
+    assert code == 1
+    [problem] = [p for p in problems_of(report, "dropin:paced") if p["check"] == "config"]
+    assert problem["severity"] == "error" and 'per_minute: expected number, got "fast"' in problem["message"]
+    assert f"correct plugins.paced.per_minute in {home / 'config.toml'}" in problem["fix"]
+    assert "hermes config set plugins.paced.per_minute VALUE" in problem["fix"]
+    run("config", "set", "plugins.paced.per_minute", "60")
+    _, fixed = doctor(run)
+    assert not [p for p in problems_of(fixed, "dropin:paced") if p["check"] == "config"]
