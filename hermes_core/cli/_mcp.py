@@ -88,8 +88,6 @@ def serve_command(toolsets: tuple[str, ...], address: str | None, token: str | N
         anyio.run(lambda: server.serve_http(host, port, token=token, on_ready=ready))
     except OSError as err:
         raise click.ClickException(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
-    except KeyboardInterrupt:
-        pass
 
 
 def _rows(system: ToolSystem) -> list[dict[str, Any]]:

@@ -19,10 +19,11 @@ if TYPE_CHECKING:
 __all__ = ["run_doctor"]
 
 
-def run_doctor(system: ToolSystem, *, timeout: float = 30.0) -> DoctorReport:
+def run_doctor(system: ToolSystem, *, timeout: float = 30.0, verbose: bool = False) -> DoctorReport:
     """Check every plugin the system saw and the setup around them; each problem once, with its fix.
 
-    ``timeout`` bounds each plugin's isolated import (they run in parallel subprocesses).
+    ``timeout`` bounds each plugin's isolated import (they run in parallel subprocesses); ``verbose`` lists the
+    tools hidden by design one by one instead of in one note.
     """
     from .. import __version__
     from ..plugins import source_label
@@ -42,11 +43,11 @@ def run_doctor(system: ToolSystem, *, timeout: float = 30.0) -> DoctorReport:
                 "import_check": asdict(probe),
             }
         )
+    report.problems.extend(check_problems(system, verbose))
     for check in (
         hook_problems,
         schema_problems,
         signature_problems,
-        check_problems,
         toolset_problems,
         disabled_problems,
         mcp_problems,

@@ -77,27 +77,45 @@ def check_fix(reason: str) -> str:
     return "install what the tool's check needs (binary, service or credentials), or leave the tool hidden"
 
 
-def check_problems(system: ToolSystem) -> list[Problem]:
-    """Tools hidden by their check: a warning with the fix, or a note when the tool is hidden by design."""
+def check_problems(system: ToolSystem, verbose: bool = False) -> list[Problem]:
+    """Tools hidden by their check: a warning with the fix each; the tools hidden by design (nothing to do) as one
+    note, or one note each when ``verbose``."""
     hidden = system.hidden(**_EVERYTHING)
     by_design = system.availability.by_design
     out = []
+    designed: dict[str, str] = {}
     for name, reason in sorted(hidden.items()):
         entry = system.registry.get(name)
         plugin = (entry.plugin if entry is not None else None) or "?"
         if name in by_design:  # hidden on purpose in this setting: worth knowing, not a problem
-            out.append(
-                Problem(
-                    "info",
-                    plugin,
-                    "check",
-                    f"tool {name!r} is hidden here by design: {reason}",
-                    "nothing to do",
+            designed[name] = plugin
+            if verbose:
+                out.append(
+                    Problem(
+                        "info",
+                        plugin,
+                        "check",
+                        f"tool {name!r} is hidden here by design: {reason}",
+                        "nothing to do",
+                    )
                 )
-            )
             continue
         out.append(
             Problem("warning", plugin, "check", f"tool {name!r} is hidden: {reason}", check_fix(reason))
+        )
+    if designed and not verbose:
+        plugins = sorted(set(designed.values()))
+        shown = ", ".join(sorted(designed)[:4]) + (
+            f" and {len(designed) - 4} more" if len(designed) > 4 else ""
+        )
+        out.append(
+            Problem(
+                "info",
+                plugins[0] if len(plugins) == 1 else "tools",
+                "check",
+                f"{len(designed)} tools are hidden here by design, as this setting has no use for them: {shown}",
+                "nothing to do (hermes plugins doctor --verbose lists each with its reason)",
+            )
         )
     return out
 

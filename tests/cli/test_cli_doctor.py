@@ -212,8 +212,15 @@ def test_handler_signatures_are_checked_against_their_schemas(home: Path, run: R
 def test_a_fresh_install_is_healthy_even_in_strict_mode(home: Path, run: Run) -> None:
     code, report = doctor(run, "--strict")
     assert code == 0 and report["ok"] is True
-    [clarify] = [p for p in report["problems"] if "'clarify'" in p["message"]]
-    assert clarify["severity"] == "info" and "by design" in clarify["message"]
+    [designed] = [p for p in report["problems"] if "by design" in p["message"]]  # one line for all of them
+    assert (
+        designed["severity"] == "info" and "clarify" in designed["message"] and "--verbose" in designed["fix"]
+    )
+    _, verbose = doctor(run, "--strict", "--verbose")
+    listed = [p for p in verbose["problems"] if "by design" in p["message"]]
+    assert len(listed) > 1 and all(p["severity"] == "info" for p in listed)
+    [clarify] = [p for p in listed if "'clarify'" in p["message"]]
+    assert "ask" in clarify["message"]  # each with its reason
 
 
 def test_each_problem_is_printed_once(greet_home: Path, run: Run) -> None:
