@@ -69,6 +69,8 @@ def parse_call_arguments(items: Sequence[str], parameters: dict[str, Any] | None
 def _typed_value(raw: str, prop: dict[str, Any] | None) -> Any:
     """``raw`` as the property wants it: the text itself when it takes a string (unless the text is JSON of
     another type it also takes), else JSON when the text parses, else the text (validation then says why)."""
+    from ..schema._coerce import json_type
+
     kinds = _json_types(prop) if prop is not None else None
     try:
         parsed: Any = json.loads(raw)
@@ -76,11 +78,13 @@ def _typed_value(raw: str, prop: dict[str, Any] | None) -> Any:
         return raw
     if kinds is None or "string" not in kinds:
         return parsed
-    return parsed if _json_type(parsed) in kinds - {"string"} else raw
+    return parsed if json_type(parsed) in kinds - {"string"} else raw
 
 
 def _json_types(schema: dict[str, Any]) -> set[str] | None:
     """The JSON types a property schema allows (``integer`` counts as ``number`` too), None when it says none."""
+    from ..schema._coerce import json_type
+
     found: set[str] = set()
     declared = schema.get("type")
     if isinstance(declared, str):
@@ -90,7 +94,7 @@ def _json_types(schema: dict[str, Any]) -> set[str] | None:
     for key in ("enum", "const"):
         values = schema.get(key) if key == "enum" else [schema[key]] if key in schema else None
         if isinstance(values, list):
-            found.update(_json_type(v) for v in values)
+            found.update(t for t in map(json_type, values) if t is not None)
     for key in ("anyOf", "oneOf", "allOf"):
         for branch in schema.get(key) or ():
             inner = _json_types(branch) if isinstance(branch, dict) else None
@@ -98,20 +102,6 @@ def _json_types(schema: dict[str, Any]) -> set[str] | None:
     if "number" in found:
         found.add("integer")
     return found or None
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
 
 
 def check_argument_names(entry: ToolEntry, args: dict[str, Any]) -> None:

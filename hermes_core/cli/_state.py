@@ -99,10 +99,14 @@ class State:
             raise ConfigFailure(str(err)) from None
         except PluginLoadError as err:
             raise click.ClickException(f"{err} (strict plugin loading is on)") from None
-        if not self._system.workspace.is_dir():  # from the config's [session] workspace (--workspace is checked)
+        if (
+            not self._system.workspace.is_dir()
+        ):  # from the config's [session] workspace (--workspace is checked)
             where = self._system.workspace
             self.close()
-            raise ConfigFailure(f"{self.config_path()}: [session] workspace {where} is not an existing folder")
+            raise ConfigFailure(
+                f"{self.config_path()}: [session] workspace {where} is not an existing folder"
+            )
         # a one-shot command wants MCP tools present: wait for background connections, bounded by
         # [mcp] ready_timeout, and name the servers it gave up on (no-op without MCP)
         _wait_for_mcp(self._system)
