@@ -9,6 +9,7 @@ import pluggy
 if TYPE_CHECKING:
     from .context import CallContext
     from .decisions import CallOutcome
+    from .environments import Environment
     from .registry import ToolEntry, ToolRegistry
     from .system import ToolSystem
 
@@ -53,6 +54,11 @@ def transform_tool_result(
 @hookspec
 def register_commands(cli: Any) -> None:
     """Add commands to the ``hermes`` CLI: ``cli`` is its click group."""
+
+
+@hookspec
+def register_environments() -> dict[str, type[Environment]] | None:
+    """Return environment kinds: ``{name: Environment subclass}``, chosen with ``[environment] kind = name``."""
 
 
 @hookspec

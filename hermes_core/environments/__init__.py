@@ -61,6 +61,7 @@ from ._base import (
     Process,
     ReadOnlyPath,
 )
+from ._local import LocalEnvironment
 from ._registry import (
     BUILTIN_KINDS,
     Kinds,
@@ -70,6 +71,7 @@ from ._registry import (
     environment_spec,
     environment_status,
 )
+from ._rooted import Root, RootedFiles
 from ._settings import DEFAULT_KIND, RESERVED_KINDS, EnvironmentSettings, settings_from_config
 from ._shell import WRAPPER as SHELL_WRAPPER
 from ._shell import ShellSession, ShellState
@@ -88,10 +90,13 @@ __all__ = [
     "EnvironmentUnavailable",
     "FileInfo",
     "Kinds",
+    "LocalEnvironment",
     "NotRegularFile",
     "PathOutsideRoots",
     "Process",
     "ReadOnlyPath",
+    "Root",
+    "RootedFiles",
     "ShellSession",
     "ShellState",
     "environment_check",

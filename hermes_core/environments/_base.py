@@ -235,6 +235,12 @@ class Environment(abc.ABC):
     def cwd(self) -> str:
         """The session shell's current directory (where the next shell command starts)."""
 
+    @property
+    def temp_dir(self) -> str:
+        """The session's folder for temporary files, as commands here see it (``/tmp`` unless a kind says
+        otherwise; the local kind under Landlock names its private folder, which is also ``TMPDIR``)."""
+        return "/tmp"
+
     def absolute(self, path: str) -> str:
         """``path`` made absolute against the workspace, ``~`` left to the caller (no shell here)."""
         if not path:
@@ -339,6 +345,10 @@ class Environment(abc.ABC):
         """The host path behind ``path`` when the environment's files for it are on this host's disk (checked
         against the roots), else None. Host-side engines (ripgrep) use it."""
         return None
+
+    def hidden_within(self, path: str) -> list[str]:
+        """Paths beneath the folder ``path`` that the environment hides (a host-side search skips them)."""
+        return []
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 

@@ -234,7 +234,7 @@ def settings_kind(host: Any) -> str:
 def environment_check(host: Any, *, files: bool = False) -> tuple[bool, str]:
     """A tool check: ``(True, "")`` when the session environment can run commands (``files=True``: serve the
     file tools), else ``(False, why)`` so the tool is hidden with the reason."""
-    status = environment_status(host)
+    status = environment_status(host, refresh=True)  # the check's own time-to-live decides how often
     ok = status.files_usable if files else status.ready
     if ok:
         return True, ""

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["WRAPPER", "ShellSession", "ShellState"]
+__all__ = ["DEFAULT_OPTIONS_COMMAND", "WRAPPER", "ShellSession", "ShellState", "argv"]
 
 _MAGIC = "HERMES-STATE-2"
 # The shell's own variables (and per-process values) that are never saved or restored.
@@ -78,6 +78,10 @@ unset __hermes_i __hermes_o
 eval "$__hermes_c"
 """
 )
+
+
+# Prints the options of a fresh shell as the dump does (its flags line included), for ``default_options``.
+DEFAULT_OPTIONS_COMMAND = "shopt -p; set +o; __f=$-; printf 'set -%s\\n' \"${__f//[^aefhkmnptuvxBCEHPT]/}\""
 
 
 def argv(command: str, state_in: str = "", state_out: str = "") -> list[str]:
@@ -142,11 +146,19 @@ class ShellSession:
 
     ``cwd_allowed(path)`` says whether a directory (a path of the environment) may be the session's working
     directory; a command that ends elsewhere is allowed to, but the session goes back to ``workspace``.
+    ``default_options``: the lines ``shopt -p; set +o`` print in a fresh shell there (``DEFAULT_OPTIONS_COMMAND``
+    run once), so only options a command changed are carried (fewer lines to replay before each command).
     """
 
-    def __init__(self, workspace: str, cwd_allowed: Callable[[str], bool]) -> None:
+    def __init__(
+        self,
+        workspace: str,
+        cwd_allowed: Callable[[str], bool],
+        default_options: Iterable[str] = (),
+    ) -> None:
         self.workspace = workspace
         self.cwd_allowed = cwd_allowed
+        self.default_options = frozenset(default_options)
         self.state = ShellState(cwd=workspace)
         self._lock = threading.Lock()
 
@@ -220,8 +232,13 @@ class ShellSession:
                 f"the next command starts in {self.workspace}"
             )
             cwd = self.workspace
+        options = parsed.options
+        if self.default_options:
+            options = "\n".join(
+                line for line in options.splitlines() if line and line not in self.default_options
+            )
         with self._lock:
-            self.state = ShellState(cwd, variables, parsed.functions, parsed.aliases, parsed.options)
+            self.state = ShellState(cwd, variables, parsed.functions, parsed.aliases, options)
         return tuple(notes)
 
     def reset(self) -> None:

@@ -48,8 +48,12 @@ class Sandbox:
         *,
         workspace: str | os.PathLike[str] | None = None,
         hidden: Sequence[str | os.PathLike[str]] = (),
+        tmp: str | os.PathLike[str] | None = None,
     ) -> None:
         self.settings = settings if settings is not None else SandboxSettings()
+        self.tmp = (
+            Path(tmp) if tmp is not None else None
+        )  # shown as /tmp to every call (else a fresh one each)
         self.workspace = Path(workspace if workspace is not None else Path.cwd()).resolve()
         self._extra_hidden = [Path(os.path.realpath(p)) for p in hidden]
         self._choice: BackendChoice | None = None
@@ -116,6 +120,7 @@ class Sandbox:
                 extra_read_write=[*self.settings.read_write, *map(Path, read_write)],
                 protected_hidden=hidden,
                 protected_read_only=[_OWN_CODE],
+                tmp=self.tmp,
             )
             if not (read_only or read_write):  # views with one call's own paths are not worth keeping
                 if len(self._layouts) > 32:
@@ -156,11 +161,13 @@ class Sandbox:
         read_only: Sequence[str | os.PathLike[str]] = (),
         read_write: Sequence[str | os.PathLike[str]] = (),
         background: bool = False,
+        pass_fds: Sequence[int] = (),
     ) -> SandboxProcess:
         """Start ``argv`` in the sandbox and return its ``SandboxProcess`` (call ``release()`` when done with it).
 
         ``cwd`` defaults to the workspace; ``network`` to the configuration's choice for ``tool``;
-        ``background=True`` ties the process to the sandbox's lifetime rather than the calling thread's.
+        ``background=True`` ties the process to the sandbox's lifetime rather than the calling thread's;
+        ``pass_fds`` are descriptors the command inherits (with the same numbers).
         Raises ``SandboxRefused`` (a ``ToolError``) when the walls cannot be built, ``OSError`` when the
         command cannot be started.
         """
@@ -220,6 +227,7 @@ class Sandbox:
                 stderr=stderr,
                 start_new_session=True,
                 preexec_fn=preexec if steps else None,
+                pass_fds=tuple(pass_fds),
             )
 
         try:
@@ -273,6 +281,7 @@ class Sandbox:
         read_only: Sequence[str | os.PathLike[str]] = (),
         read_write: Sequence[str | os.PathLike[str]] = (),
         grace: float = 2.0,
+        pass_fds: Sequence[int] = (),
     ) -> RunResult:
         """Run ``argv`` to the end (or ``timeout`` seconds) and return what it did; never leaves a process.
 
@@ -295,6 +304,7 @@ class Sandbox:
             stderr=subprocess.PIPE if split_output else subprocess.STDOUT,
             read_only=read_only,
             read_write=read_write,
+            pass_fds=pass_fds,
         )
         out = HeadTail.of(lim.max_output_bytes or DEFAULT_OUTPUT_BYTES)
         err = HeadTail.of(stderr_bytes or lim.max_output_bytes or DEFAULT_OUTPUT_BYTES)
