@@ -16,6 +16,7 @@ import pytest
 
 import hermes_builtin.plugin
 from hermes_core import Block, ToolSystem, hookimpl
+from hermes_core.environments import environment_for
 from hermes_core.security import ApprovalRequest
 from hermes_core.testing import processes_gone, sleep_marker
 
@@ -286,8 +287,12 @@ def test_socket_token_is_enforced(system: ToolSystem, ws: Path) -> None:
         while not (ws / "sock.txt").exists() or not (ws / "sock.txt").read_text():
             assert time.monotonic() < deadline
             time.sleep(0.02)
-        path = (ws / "sock.txt").read_text()
-        assert os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700
+        inside = (ws / "sock.txt").read_text()  # the socket as the script sees it: in the session's /tmp
+        assert inside.startswith("/tmp/hermes-code-")
+        host = environment_for(system).local_path(inside)  # where it is on the host
+        assert host is not None
+        path = str(host)
+        assert os.stat(host.parent.parent).st_mode & 0o777 == 0o700  # the session's private /tmp
         replies = []
         for request in (
             {"token": "0" * 32, "tool": "write_file", "arguments": {"path": "evil.txt", "content": "x"}},
@@ -309,7 +314,9 @@ def test_socket_token_is_enforced(system: ToolSystem, ws: Path) -> None:
     assert data["exit_code"] == 0
     assert [c["tool"] for c in data["tool_calls"]] == ["todo"]  # only the script's own, authenticated call
     assert data["notes"] == ["2 malformed or unauthenticated bridge requests were refused"]
-    assert not os.path.exists(path)  # the private directory is removed afterwards
+    assert (
+        not os.path.exists(path) and not host.parent.exists()
+    )  # the private directory is removed afterwards
 
 
 # -- approvals ----------------------------------------------------------------------------------------

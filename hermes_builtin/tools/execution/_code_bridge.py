@@ -13,12 +13,10 @@ import hmac
 import json
 import keyword
 import logging
-import os
 import secrets
 import socket
 import threading
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 __all__ = ["MODULE_NAME", "ToolBridge", "function_names", "module_source"]
@@ -100,10 +98,13 @@ def module_source(path: str, token: str, tools: Mapping[str, str]) -> str:
 
 
 class ToolBridge:
-    """Serves one script's tool calls on ``directory/tools.sock`` while the script runs."""
+    """Serves one script's tool calls on ``listener`` (a bound Unix socket the script reaches at ``path``, where
+    its environment shows it) while the script runs."""
 
-    def __init__(self, directory: Path, runner: Runner, allowed: frozenset[str], max_calls: int) -> None:
-        self.path = str(directory / "tools.sock")
+    def __init__(
+        self, path: str, listener: socket.socket, runner: Runner, allowed: frozenset[str], max_calls: int
+    ) -> None:
+        self.path = path
         self.token = secrets.token_hex(16)
         self.allowed = allowed
         self.max_calls = max_calls
@@ -114,20 +115,12 @@ class ToolBridge:
         self._calls = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._sock: socket.socket | None = None
+        self._sock: socket.socket | None = listener
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.bind(self.path)
-            os.chmod(self.path, 0o600)
-            sock.listen(16)
-            sock.settimeout(0.1)
-        except BaseException:
-            sock.close()
-            raise
-        self._sock = sock
+        assert self._sock is not None
+        self._sock.settimeout(0.1)
         self._thread = threading.Thread(target=self._serve, daemon=True, name="hermes-code-bridge")
         self._thread.start()
 
@@ -135,9 +128,9 @@ class ToolBridge:
         """Stop serving; True when a tool call was still running after ``wait`` seconds (it finishes alone)."""
         self._stop.set()
         if self._thread is not None:
-            with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as poke:
-                poke.settimeout(0.5)
-                poke.connect(self.path)  # wakes the accept() at once
+            if self._sock is not None:
+                with contextlib.suppress(OSError):
+                    self._sock.shutdown(socket.SHUT_RDWR)  # wakes the accept() at once
             self._thread.join(wait)
         if self._sock is not None:
             self._sock.close()
