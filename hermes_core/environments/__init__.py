@@ -26,13 +26,13 @@ returns a ``Process`` (``read``, ``write``, ``close_stdin``, ``wait``, ``termina
 shell command line run in the session's shell state; a sequence is an argv run without a shell.
 
 **What persists between shell commands of a session**: the working directory (only inside the workspace,
-``/tmp`` and the folders the configuration grants: a command may ``cd`` anywhere it can see, but the next one
-starts back in the workspace, with a note, when it ended elsewhere), exported and unexported shell variables
-(``unset`` included), functions, aliases and ``set``/``shopt`` options, so ``source .venv/bin/activate`` and
-``deactivate`` work across calls. A command that times out or is killed changes nothing: the next one starts
-from the state before it. Not kept: background jobs of the shell itself (use ``start``), traps, the directory
-stack, and anything of a command's process that is not shell state. Per-call ``env`` variables are for that
-command only.
+``/tmp`` and the folders ``[sandbox] read_write`` grants, links resolved: a command may ``cd`` anywhere it can
+see, but the next one starts back in the workspace, with a note, when it ended elsewhere), exported and plain
+shell variables (``unset`` included), functions, aliases and ``set``/``shopt`` options, so
+``source .venv/bin/activate`` and ``deactivate`` work across calls. A command that times out or is killed
+changes nothing: the next one starts from the state before it. Not kept: background jobs of the shell itself
+(use ``start``), traps, the directory stack, and anything of a command's process that is not shell state.
+Per-call ``env`` variables are for that command only.
 
 **Files.** ``resolve``, ``stat``, ``open_read``, ``write`` (atomic), ``remove``, ``listdir``, with the
 environment's own paths. The local kind opens every path beneath a directory descriptor of one of its roots

@@ -108,8 +108,10 @@ class LocalEnvironment(Environment):
         self.tmp = Path(tempfile.mkdtemp(prefix="hermes-session-"))
         self.sandbox: Sandbox = Sandbox(settings, workspace=spec.workspace, hidden=spec.hidden, tmp=self.tmp)
         self._workspace = str(self.sandbox.workspace)
-        self._grants = [str(p) for p in (*settings.read_write, *settings.read_only)]
-        self.shell = ShellSession(self._workspace, self._may_stay, _bash_defaults())
+        self._grants = [
+            os.path.realpath(p) for p in settings.read_write
+        ]  # writable places a session may stay in
+        self.shell = ShellSession(self._workspace, self._stay, _bash_defaults())
         self._files: RootedFiles | None = None
         self._live: set[LocalProcess] = set()
         self._lock = threading.Lock()
@@ -117,7 +119,7 @@ class LocalEnvironment(Environment):
 
     @classmethod
     def probe(cls, spec: EnvironmentSpec) -> EnvironmentStatus:
-        from ..sandbox import GUARANTEES, LIMITATIONS, SandboxRefused, choose_backend
+        from ..sandbox import GUARANTEES, LIMITATIONS, choose_backend
 
         settings = _settings(spec)
         choice = choose_backend(settings.backend)
@@ -135,13 +137,13 @@ class LocalEnvironment(Environment):
             return EnvironmentStatus(
                 kind="local", ready=False, detail=detail, reason="bash is not installed", fix="install bash"
             )
-        from ..sandbox import Sandbox
-
-        try:
-            Sandbox(settings, workspace=spec.workspace, hidden=spec.hidden).layout()
-        except SandboxRefused as err:
+        if Path(os.path.realpath(spec.workspace)) == Path("/"):
             return EnvironmentStatus(
-                kind="local", ready=False, detail=detail, reason=err.message, fix="choose another workspace"
+                kind="local",
+                ready=False,
+                detail=detail,
+                reason="the workspace is /, so the sandbox would have no walls",
+                fix="run hermes from a project folder (or pass --workspace)",
             )
         return EnvironmentStatus(
             kind="local",
@@ -195,11 +197,22 @@ class LocalEnvironment(Environment):
         return RootedFiles(roots, hidden=hidden, read_only=layout.protected, links=links)
 
     def _may_stay(self, path: str) -> bool:
-        """Whether a directory may be the session's working directory: the workspace, /tmp, granted folders."""
+        """Whether a resolved directory may be the session's working directory: the workspace, its /tmp, the
+        folders [sandbox] grants."""
         for root in (self._workspace, self.temp_dir, *self._grants):
             if path == root or path.startswith(root.rstrip("/") + "/"):
                 return True
         return False
+
+    def _stay(self, path: str) -> str | None:
+        """The directory the session keeps for a path a command ended in (resolved here), or None."""
+        try:
+            real = self.files.resolve(path)
+            if self.files.stat(real).kind != "dir":
+                return None
+        except (OSError, ValueError):
+            return None
+        return real if self._may_stay(real) else None
 
     def _workdir(self, workdir: str | None) -> str | None:
         if workdir is None:

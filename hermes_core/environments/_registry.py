@@ -234,8 +234,12 @@ def settings_kind(host: Any) -> str:
 def environment_check(host: Any, *, files: bool = False) -> tuple[bool, str]:
     """A tool check: ``(True, "")`` when the session environment can run commands (``files=True``: serve the
     file tools), else ``(False, why)`` so the tool is hidden with the reason."""
+    if files and settings_kind(host) == "local":
+        return True, ""  # local file operations need no sandbox backend: nothing to probe
     status = environment_status(host, refresh=True)  # the check's own time-to-live decides how often
     ok = status.files_usable if files else status.ready
     if ok:
         return True, ""
-    return False, f"the {status.kind} environment cannot start: {status.reason}"
+    return False, f"the {status.kind} environment cannot start: {status.reason}" + (
+        f" (fix: {status.fix})" if status.fix else ""
+    )

@@ -144,8 +144,9 @@ def _flags(declaration: str) -> str:
 class ShellSession:
     """The shell state of one session, on the host: what to send before a command and what to keep after it.
 
-    ``cwd_allowed(path)`` says whether a directory (a path of the environment) may be the session's working
-    directory; a command that ends elsewhere is allowed to, but the session goes back to ``workspace``.
+    ``cwd_check(path)`` returns the directory the session may keep for a path a command ended in (resolved: no
+    link, no ``..``), or None when the session may not stay there; a command may end anywhere it can see, but the
+    session then goes back to ``workspace``.
     ``default_options``: the lines ``shopt -p; set +o`` print in a fresh shell there (``DEFAULT_OPTIONS_COMMAND``
     run once), so only options a command changed are carried (fewer lines to replay before each command).
     """
@@ -153,11 +154,11 @@ class ShellSession:
     def __init__(
         self,
         workspace: str,
-        cwd_allowed: Callable[[str], bool],
+        cwd_check: Callable[[str], str | None],
         default_options: Iterable[str] = (),
     ) -> None:
         self.workspace = workspace
-        self.cwd_allowed = cwd_allowed
+        self.cwd_check = cwd_check
         self.default_options = frozenset(default_options)
         self.state = ShellState(cwd=workspace)
         self._lock = threading.Lock()
@@ -226,12 +227,14 @@ class ShellSession:
             cwd = before.cwd  # `workdir` is for this command; the session stays where it was
         if parsed.lost_cwd and workdir is None:
             notes.append(f"the session's directory {before.cwd} no longer existed; this command ran in {cwd}")
-        if not cwd.startswith("/") or not self.cwd_allowed(cwd):
+        kept = self.cwd_check(cwd) if cwd.startswith("/") and "\n" not in cwd else None
+        if kept is None:
             notes.append(
                 f"the command ended in {cwd}, outside the workspace and the folders a session may stay in; "
                 f"the next command starts in {self.workspace}"
             )
-            cwd = self.workspace
+            kept = self.workspace
+        cwd = kept
         options = parsed.options
         if self.default_options:
             options = "\n".join(

@@ -96,7 +96,8 @@ PROCESS_SCHEMA: dict[str, Any] = {
         "status); poll (status and what it printed since you last read); log (page through all its output: "
         "offset is 1-based, omit it for the last `limit` lines); wait (until it exits, a watched "
         "line appears, or `timeout` seconds); write (send `data` to its input as is; \\u0003 is Ctrl-C); "
-        "submit (send `data` plus Enter: a line for a REPL or a prompt); close (end its input, like Ctrl-D); "
+        "submit (send `data` plus Enter: a line for a REPL or a prompt; a line for a shell passes the command "
+        "guard); close (end its input, like Ctrl-D); "
         "kill (terminate it and its children). Output has terminal escape codes removed."
     ),
     "parameters": {
@@ -536,7 +537,7 @@ def _send(context: CallContext, bg: BackgroundProcess, data: str | None, action:
         raise ToolError(f"process {bg.id} is not running any more; its input is gone")
     text = data + "\n" if action == "submit" else data
     judged = "".join(ch for ch in data if unicodedata.category(ch)[0] != "C").strip()
-    if judged:  # input to a shell or a REPL is a command too
+    if judged and _runs_a_shell(bg.command):  # a line typed into a shell is a command too
         context.guard_command(judged)
     try:
         if bg.proc.pty and action == "submit":
@@ -547,6 +548,30 @@ def _send(context: CallContext, bg: BackgroundProcess, data: str | None, action:
         raise ToolError(f"could not write to process {bg.id}: {exc.strerror or exc}") from None
     bg.wait(0.3)  # a moment for the answer
     return json.dumps(bg.status()) + "\n" + _format_new(bg, 200)
+
+
+_SHELLS = frozenset(
+    {"bash", "sh", "dash", "zsh", "ksh", "fish", "tcsh", "csh", "busybox", "su", "sudo", "ssh"}
+)
+
+
+def _runs_a_shell(command: str) -> bool:
+    """Whether the process reads shell commands (its input is judged like a command): a shell, su/sudo, ssh,
+    or anything started through ``exec``/``env`` of one."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return True  # cannot tell: judge its input
+    for word in words:
+        name = os.path.basename(word)
+        if "=" in word and not word.startswith("-") and name == word:
+            continue  # VAR=value before the program
+        if name in ("exec", "env", "command", "nohup", "setsid", "stdbuf", "script"):
+            continue
+        return name in _SHELLS
+    return False
 
 
 def process(

@@ -73,7 +73,10 @@ def locate(context: CallContext, path: str, op: str) -> Where:
         raise ToolError("path contains a NUL byte")
     env = environment_for(context)
     absolute = env.absolute(os.path.expanduser(path))
-    checked = context.guard_path(absolute, op)
+    try:
+        checked = context.guard_path(absolute, op)
+    except OSError as exc:  # the guard could not even look at it (a /proc link of another process)
+        raise ToolError(f"cannot check {path}: {exc.strerror or exc}; nothing was {_done(op)}") from None
     try:
         real = env.resolve(absolute)
     except PathOutsideRoots as exc:
@@ -83,6 +86,10 @@ def locate(context: CallContext, path: str, op: str) -> Where:
     if real != str(checked):
         context.guard_path(real, op)  # the environment sees it elsewhere: that is what gets opened
     return Where(env, real, shown(env, real))
+
+
+def _done(op: str) -> str:
+    return "read" if op == "read" else "written"
 
 
 def outside_error(exc: OSError, shown_path: str, op: str) -> ToolError:

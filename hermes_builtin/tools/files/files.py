@@ -591,6 +591,13 @@ def _config(context: CallContext) -> dict[str, Any]:
     return cfg if isinstance(cfg, dict) else {}
 
 
+def _check(system: Any) -> tuple[bool, str]:
+    """Hidden, with the reason, when the session environment cannot serve files (a remote kind that is down)."""
+    from hermes_core.environments import environment_check
+
+    return environment_check(system, files=True)
+
+
 def register(registry: ToolRegistry) -> None:
     """Register the file tools (toolset "file")."""
     registry.register(
@@ -598,6 +605,7 @@ def register(registry: ToolRegistry) -> None:
         toolset="file",
         schema=READ_SCHEMA,
         handler=read_file,
+        check_fn=_check,
         emoji="📖",
         max_result_size_chars=MAX_PAGE_CHARS + 20_000,
         parallel_safe=True,
@@ -607,6 +615,7 @@ def register(registry: ToolRegistry) -> None:
         toolset="file",
         schema=WRITE_SCHEMA,
         handler=write_file,
+        check_fn=_check,
         emoji="✍️",
         max_result_size_chars=4000,
     )
@@ -615,6 +624,7 @@ def register(registry: ToolRegistry) -> None:
         toolset="file",
         schema=PATCH_SCHEMA,
         handler=patch,
+        check_fn=_check,
         emoji="🩹",
         max_result_size_chars=50_000,
     )
@@ -623,6 +633,7 @@ def register(registry: ToolRegistry) -> None:
         toolset="file",
         schema=SEARCH_SCHEMA,
         handler=search_files,
+        check_fn=_check,
         emoji="🔎",
         max_result_size_chars=60_000,
         parallel_safe=True,
