@@ -152,7 +152,9 @@ class LocalEnvironment(Environment):
             reason=choice.reason,
             guarantees=(
                 *GUARANTEES.get(choice.name, ()),
-                "one private /tmp per session, the same for every tool",
+                "one private /tmp per session, the same for commands and the file tools",
+                "the file tools open every path beneath the same roots (openat2, RESOLVE_BENEATH): no link, "
+                "'..' or absolute path reaches outside them, whatever the path guard says",
             ),
             limitations=tuple(LIMITATIONS.get(choice.name, ())),
         )
