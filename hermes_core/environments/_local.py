@@ -68,10 +68,10 @@ def _state_file(data: bytes) -> int:
     return fd
 
 
-_defaults: list[frozenset[str]] = []
+_defaults: list[tuple[str, str]] = []
 
 
-def _bash_defaults() -> frozenset[str]:
+def _bash_defaults() -> tuple[str, str]:
     """The options of a fresh bash here (once per process; the sandbox runs the same bash)."""
     if not _defaults:
         try:
@@ -85,7 +85,7 @@ def _bash_defaults() -> frozenset[str]:
             lines = done.stdout.decode("utf-8", "replace").splitlines() if done.returncode == 0 else []
         except (OSError, subprocess.TimeoutExpired):
             lines = []
-        _defaults.append(frozenset(line for line in lines if line))
+        _defaults.append((lines[0], lines[1]) if len(lines) == 2 else ("", ""))
     return _defaults[0]
 
 

@@ -16,6 +16,7 @@ killed (timeout, a limit) leaves no dump worth reading: the session keeps the st
 
 from __future__ import annotations
 
+import re
 import shlex
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -23,37 +24,26 @@ from dataclasses import dataclass, field
 
 __all__ = ["DEFAULT_OPTIONS_COMMAND", "WRAPPER", "ShellSession", "ShellState", "argv"]
 
-_MAGIC = "HERMES-STATE-2"
+_MAGIC = "HERMES-STATE-3"
 # The shell's own variables (and per-process values) that are never saved or restored.
-_SHELL_OWN = (
-    "BASH*|_|PWD|OLDPWD|SHLVL|PPID|UID|EUID|GROUPS|HOSTNAME|HOSTTYPE|MACHTYPE|OSTYPE|PIPESTATUS|FUNCNAME|"
-    "FUNCNEST|RANDOM|SRANDOM|SECONDS|LINENO|EPOCHSECONDS|EPOCHREALTIME|HISTCMD|HISTFILE|SHELLOPTS|OPTIND|"
-    "OPTERR|OPTARG|DIRSTACK|COMP_*|IFS|PS4|COLUMNS|LINES|MAILCHECK|__hermes_*"
+_SHELL_OWN = re.compile(
+    r"BASH.*|_|PWD|OLDPWD|SHLVL|PPID|UID|EUID|GROUPS|HOSTNAME|HOSTTYPE|MACHTYPE|OSTYPE|PIPESTATUS|FUNCNAME|"
+    r"FUNCNEST|RANDOM|SRANDOM|SECONDS|LINENO|EPOCHSECONDS|EPOCHREALTIME|HISTCMD|HISTFILE|SHELLOPTS|OPTIND|"
+    r"OPTERR|OPTARG|DIRSTACK|COMP_.*|IFS|PS4|COLUMNS|LINES|MAILCHECK|__hermes_.*"
 )
-_PREFIXES = " ".join(f'"${{!{c}@}}"' for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
 WRAPPER = (
     r"""__hermes_c=$1 __hermes_i=${2-} __hermes_o=${3-}
 set --
 __hermes_dump() {
-  { __hermes_e=$? __hermes_f=$-; set +eEuvx; } 2>/dev/null
+  { __hermes_e=$? __hermes_so=$SHELLOPTS; set +eEuvx; } 2>/dev/null
   trap - EXIT
   unset -f __hermes_dump
-  __hermes_k=()
-  for __hermes_n in """
-    + _PREFIXES
-    + r"""; do
-    case $__hermes_n in """
-    + _SHELL_OWN
-    + r""") ;; *) __hermes_k+=("$__hermes_n") ;; esac
-  done
   {
-    printf '%s\0%s\0%s\0%s\0' """
+    printf '%s\0' """
     + _MAGIC
-    + r""" "$__hermes_e" "$PWD" "${__hermes_lost-}"
-    for __hermes_n in "${__hermes_k[@]}"; do printf '%s\0' "$__hermes_n"; declare -p "$__hermes_n"; printf '\0'; done
-    printf '\0'; declare -f; printf '\0'; alias -p; printf '\0'; shopt -p; set +o
-    printf 'set -%s\0' "${__hermes_f//[^aefhkmnptuvxBCEHPT]/}"
+    + r""" "$__hermes_e" "$PWD" "${__hermes_lost-}" "$__hermes_so" "$BASHOPTS"
+    declare -p; printf '\0'; declare -f; printf '\0'; alias -p; printf '\0'
   } 2>/dev/null >&"$__hermes_w"
   exit "$__hermes_e"
 }
@@ -80,8 +70,8 @@ eval "$__hermes_c"
 )
 
 
-# Prints the options of a fresh shell as the dump does (its flags line included), for ``default_options``.
-DEFAULT_OPTIONS_COMMAND = "shopt -p; set +o; __f=$-; printf 'set -%s\\n' \"${__f//[^aefhkmnptuvxBCEHPT]/}\""
+# Prints the options of a fresh shell (``$SHELLOPTS`` and ``$BASHOPTS``, one a line), for ``default_options``.
+DEFAULT_OPTIONS_COMMAND = 'printf "%s\\n%s\\n" "$SHELLOPTS" "$BASHOPTS"'
 
 
 def argv(command: str, state_in: str = "", state_out: str = "") -> list[str]:
@@ -102,39 +92,118 @@ class ShellState:
 
 @dataclass(frozen=True, slots=True)
 class Dump:
-    """One command's dump, parsed."""
+    """One command's dump, parsed (``shellopts``/``bashopts``: the enabled ``set -o`` and ``shopt`` options)."""
 
     exit_code: int
     cwd: str
     lost_cwd: bool
+    shellopts: frozenset[str]
+    bashopts: frozenset[str]
     variables: dict[str, str]
     functions: str
     aliases: str
-    options: str
 
 
 def parse_dump(data: bytes) -> Dump | None:
     """The dump a command wrote, or None when it is missing, cut or malformed."""
     parts = data.split(b"\0")
-    if len(parts) < 9 or parts[0] != _MAGIC.encode():
+    if len(parts) != 10 or parts[0] != _MAGIC.encode() or parts[9] != b"":
         return None
     try:
         text = [p.decode("utf-8", "surrogateescape") for p in parts]
         exit_code = int(text[1])
     except ValueError:
         return None
-    variables: dict[str, str] = {}
-    at = 4
-    while at + 1 < len(text) and text[at]:
-        name, declaration = text[at], text[at + 1]
-        if not name.replace("_", "a").isalnum() or not declaration.startswith("declare -"):
-            return None
-        variables[name] = declaration.rstrip("\n")
-        at += 2
-    rest = text[at + 1 :]
-    if len(rest) < 4 or rest[3] != "":
+    declared = split_declarations(text[6])
+    if declared is None:
         return None
-    return Dump(exit_code, text[2], text[3] == "1", variables, rest[0], rest[1], rest[2])
+    variables = {name: decl for name, decl in declared.items() if not _SHELL_OWN.fullmatch(name)}
+    return Dump(
+        exit_code, text[2], text[3] == "1", _options(text[4]), _options(text[5]), variables, text[7], text[8]
+    )
+
+
+def split_declarations(text: str) -> dict[str, str] | None:
+    """``declare -p``'s output as ``{name: its declaration}``, or None when it is not what bash prints.
+
+    Values are skipped, not decoded: double-quoted (backslash escapes), ``$'...'`` (bash 5.2 for control
+    characters) or arrays ``([key]=value ...)``; older bash prints newlines raw inside quotes, which a line split
+    would cut, so the scan follows the quoting.
+    """
+    out: dict[str, str] = {}
+    at, end = 0, len(text)
+    try:
+        while at < end:
+            if text[at] == "\n":
+                at += 1
+                continue
+            if not text.startswith("declare -", at):
+                return None
+            start = at
+            at = text.index(" ", at + 9) + 1
+            first = at
+            while at < end and (text[at].isalnum() or text[at] == "_"):
+                at += 1
+            name = text[first:at]
+            if not name:
+                return None
+            if at < end and text[at] == "=":
+                at = _skip_value(text, at + 1)
+            if at < end and text[at] != "\n":
+                return None
+            out[name] = text[start:at]
+    except (IndexError, ValueError):
+        return None
+    return out
+
+
+def _skip_value(text: str, at: int) -> int:
+    if text.startswith("$'", at):
+        return _skip_quoted(text, at + 2, "'")
+    if text[at] == '"':
+        return _skip_quoted(text, at + 1, '"')
+    if text[at] == "(":
+        at += 1
+        while True:
+            while text[at] == " ":
+                at += 1
+            if text[at] == ")":
+                return at + 1
+            if text[at] != "[":
+                raise ValueError("an array element without a key")
+            at = _skip_value(text, at + 1) if text[at + 1] in '"$' else text.index("]", at)
+            if text[at] != "]" or text[at + 1] != "=":
+                raise ValueError("an array key without =")
+            at = _skip_value(text, at + 2)
+    while at < len(text) and text[at] not in " \n":
+        at += 1
+    return at
+
+
+def _skip_quoted(text: str, at: int, quote: str) -> int:
+    while text[at] != quote:
+        at += 2 if text[at] == "\\" else 1
+    return at + 1
+
+
+def _options(listing: str) -> frozenset[str]:
+    return frozenset(o for o in listing.split(":") if o.replace("-", "").replace("_", "").isalnum())
+
+
+def options_script(shellopts: frozenset[str], bashopts: frozenset[str], defaults: tuple[str, str]) -> str:
+    """The ``set -o``/``shopt`` lines that turn a fresh shell's options (``defaults``: its ``$SHELLOPTS`` and
+    ``$BASHOPTS``) into these."""
+    base_set, base_shopt = _options(defaults[0]), _options(defaults[1])
+    lines = []
+    if shellopts - base_set:
+        lines.append("set" + "".join(f" -o {o}" for o in sorted(shellopts - base_set)))
+    if defaults[0] and base_set - shellopts:
+        lines.append("set" + "".join(f" +o {o}" for o in sorted(base_set - shellopts)))
+    if bashopts - base_shopt:
+        lines.append("shopt -s " + " ".join(sorted(bashopts - base_shopt)))
+    if defaults[1] and base_shopt - bashopts:
+        lines.append("shopt -u " + " ".join(sorted(base_shopt - bashopts)))
+    return "\n".join(lines)
 
 
 def _flags(declaration: str) -> str:
@@ -147,19 +216,19 @@ class ShellSession:
     ``cwd_check(path)`` returns the directory the session may keep for a path a command ended in (resolved: no
     link, no ``..``), or None when the session may not stay there; a command may end anywhere it can see, but the
     session then goes back to ``workspace``.
-    ``default_options``: the lines ``shopt -p; set +o`` print in a fresh shell there (``DEFAULT_OPTIONS_COMMAND``
-    run once), so only options a command changed are carried (fewer lines to replay before each command).
+    ``default_options``: what ``DEFAULT_OPTIONS_COMMAND`` prints in a fresh shell there (run once), so only the
+    options a command changed are replayed (without it, enabled options are restored, disabled defaults not).
     """
 
     def __init__(
         self,
         workspace: str,
         cwd_check: Callable[[str], str | None],
-        default_options: Iterable[str] = (),
+        default_options: tuple[str, str] = ("", ""),
     ) -> None:
         self.workspace = workspace
         self.cwd_check = cwd_check
-        self.default_options = frozenset(default_options)
+        self.default_options = default_options
         self.state = ShellState(cwd=workspace)
         self._lock = threading.Lock()
 
@@ -235,11 +304,7 @@ class ShellSession:
             )
             kept = self.workspace
         cwd = kept
-        options = parsed.options
-        if self.default_options:
-            options = "\n".join(
-                line for line in options.splitlines() if line and line not in self.default_options
-            )
+        options = options_script(parsed.shellopts, parsed.bashopts, self.default_options)
         with self._lock:
             self.state = ShellState(cwd, variables, parsed.functions, parsed.aliases, options)
         return tuple(notes)

@@ -34,7 +34,11 @@ class Broken(LocalEnvironment):
     @classmethod
     def probe(cls, spec: EnvironmentSpec) -> EnvironmentStatus:
         return EnvironmentStatus(
-            kind="broken", ready=False, reason="the engine is not installed", fix="install it", files_ready=False
+            kind="broken",
+            ready=False,
+            reason="the engine is not installed",
+            fix="install it",
+            files_ready=False,
         )
 
 
@@ -67,7 +71,10 @@ def test_a_kind_that_cannot_start_hides_the_tools_that_need_it(make_system: Make
     system = make_system(KindsPlugin(), config={"environment": {"kind": "broken"}})
     hidden = system.hidden()
     for tool in ("terminal", "process", "execute_code", "read_file", "write_file", "patch", "search_files"):
-        assert "the broken environment cannot start: the engine is not installed (fix: install it)" in hidden[tool]
+        assert (
+            "the broken environment cannot start: the engine is not installed (fix: install it)"
+            in hidden[tool]
+        )
     assert system.call_outcome("terminal", {"command": "true"}).status != "ok"
 
 
@@ -132,7 +139,11 @@ def tree(tmp_path: Path) -> tuple[RootedFiles, Path, Path]:
     (host_ws / ".hidden" / "key").write_text("key")
     (host_ws / "kept").mkdir()
     files = RootedFiles(
-        [Root("/project", host_ws, True), Root("/scratch", host_tmp, True), Root("/usr", Path("/usr"), False)],
+        [
+            Root("/project", host_ws, True),
+            Root("/scratch", host_tmp, True),
+            Root("/usr", Path("/usr"), False),
+        ],
         hidden=[host_ws / ".hidden"],
         read_only=[host_ws / "kept"],
         links={"/bin": "/usr/bin"},

@@ -49,8 +49,10 @@ def test_env_status_and_the_doctor_say_why_it_cannot_start(home: Path) -> None:
     assert "not part of this version" in shown.output and "file tools: hidden too" in shown.output
     report = json.loads(run("plugins", "doctor", "--json").output)
     found = [p for p in report["problems"] if p["check"] == "environment"]
-    assert found and found[0]["severity"] == "error" and "terminal, process and execute_code are hidden" in (
-        found[0]["message"]
+    assert (
+        found
+        and found[0]["severity"] == "error"
+        and "terminal, process and execute_code are hidden" in (found[0]["message"])
     )
     listed = run("tools", "list", "--json")
     rows = {r["name"]: r for r in json.loads(listed.output)}

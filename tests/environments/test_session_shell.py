@@ -113,7 +113,7 @@ def test_a_working_directory_outside_the_workspace_is_refused(
 def test_a_forged_state_cannot_move_the_session_out(system: ToolSystem, workspace: Path) -> None:
     unguarded(system)
     # the command drops hermes's EXIT trap and writes a well-formed state of its own on hermes's descriptor
-    forged = "trap - EXIT; printf '%s\\0' HERMES-STATE-2 0 /root '' '' '' '' '' >&$__hermes_w; exit 0"
+    forged = "trap - EXIT; printf '%s\\0' HERMES-STATE-3 0 /root '' '' '' '' '' '' >&$__hermes_w; exit 0"
     out = _out(system, forged)
     assert "the next command starts in" in out
     assert _lines(system, "pwd") == [str(workspace.resolve())]
