@@ -27,7 +27,9 @@ from hermes_core.sandbox import Limits, choose_backend, sandbox_for
 
 
 def stateless(command: str, *, context: CallContext) -> str:
-    """The terminal of before: one bash per command in the session's sandbox, nothing carried over."""
+    """The terminal of before: the command guard, then one bash per command in the session's sandbox, nothing
+    carried over."""
+    context.guard_command(command)
     result = sandbox_for(context).run(
         ["bash", "-c", command],
         timeout=180,
