@@ -38,7 +38,7 @@ _OWN_CODE = Path(__file__).resolve().parents[1]  # the hermes_core package: neve
 class Sandbox:
     """Runs commands inside walls made of the workspace (see ``hermes_core.sandbox``).
 
-    Make one with ``sandbox_for(context)`` (per tool system, closed with it). ``run()`` runs a command to the
+    Make one with ``sandbox_for(context)`` (per session, closed with it). ``run()`` runs a command to the
     end and returns a ``RunResult``; ``start()`` starts one and returns a ``SandboxProcess`` to manage.
     """
 

@@ -69,7 +69,7 @@ LIMITATIONS: dict[str, tuple[str, ...]] = {
         "no PID namespace: host processes stay visible in /proc (command lines included)",
         "signals to host processes are NOT blocked below ABI 6",
         "nothing can be hidden inside a visible tree: a workspace holding hermes's folders is refused",
-        "/tmp is replaced by a private folder in TMPDIR (one per tool system, not per call); programs that "
+        "/tmp is replaced by a private folder in TMPDIR (one per session, not per call; the file tools see it at its own path); programs that "
         "write to /tmp itself fail",
         "processes that detach (setsid) AND clear their environment can outlive a call when no cgroup exists",
         "network off blocks TCP only (ABI 4+), not UDP",
