@@ -100,7 +100,11 @@ def test_the_environment_example_runs(tmp_path: Path) -> None:
     schema = {
         "name": "build",
         "description": "Build a make target.",
-        "parameters": {"type": "object", "properties": {"target": {"type": "string"}}, "required": ["target"]},
+        "parameters": {
+            "type": "object",
+            "properties": {"target": {"type": "string"}},
+            "required": ["target"],
+        },
     }
     with ToolSystem.load(plugins_dir=False, load_entry_points=False, workspace=tmp_path) as system:
         system.registry.register("build", "build", schema, namespace["build"])
