@@ -93,6 +93,11 @@ class RootedFiles:
         self.hidden = [Path(p) for p in hidden]
         self.read_only = [Path(p) for p in read_only]
         self.links = dict(links or {})
+        # per root: its depth, and the hidden and kept-read-only paths that lie inside it (the others cannot
+        # match a path of that root, or are overruled by it: a grant more precise than the hide)
+        self._depth = {r.path: len(_split(r.path)) for r in self.roots}
+        self._hides = {r.path: self._inside(r, self.hidden) for r in self.roots}
+        self._keeps = {r.path: self._inside(r, self.read_only) for r in self.roots}
         self._fds: dict[str, int] = {}
         self._lock = threading.Lock()
         self._strict = openat2_available()
@@ -102,13 +107,17 @@ class RootedFiles:
 
     # -- mapping -------------------------------------------------------------------------------------------
 
+    @staticmethod
+    def _inside(root: Root, paths: list[Path]) -> list[str]:
+        return [str(p) for p in paths if _host_within(p, root.host) and not _host_within(root.host, p)]
+
     def root_of(self, path: str) -> tuple[Root, list[str]] | None:
         """The deepest root holding the environment path ``path`` and the parts below it."""
         parts = _split(path)
         joined = "/" + "/".join(parts)
         for root in self.roots:
             if _within(joined, root.path):
-                return root, parts[len(_split(root.path)) :]
+                return root, parts[self._depth[root.path] :]
         return None
 
     def host_path(self, path: str) -> Path | None:
@@ -146,15 +155,15 @@ class RootedFiles:
         return fd
 
     def _refusal(self, host: Path, root: Root, write: bool, path: str) -> OSError | None:
-        for hidden in self.hidden:
-            if _host_within(host, hidden) and not _host_within(root.host, hidden):
+        hides, keeps = self._hides[root.path], self._keeps[root.path] if write else ()
+        if hides or keeps:
+            text = str(host)
+            if any(_host_within(text, hidden) for hidden in hides):
                 return PathOutsideRoots(path, "it is hidden in this environment")
-        if write:
-            if not root.writable:
-                return ReadOnlyPath(path)
-            for kept in self.read_only:
-                if _host_within(host, kept) and not _host_within(root.host, kept):
-                    return ReadOnlyPath(path, "it is kept read-only (code the host runs)")
+            if any(_host_within(text, kept) for kept in keeps):
+                return ReadOnlyPath(path, "it is kept read-only (code the host runs)")
+        if write and not root.writable:
+            return ReadOnlyPath(path)
         return None
 
     def visible(self, path: str) -> bool:

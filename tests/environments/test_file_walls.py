@@ -12,15 +12,17 @@ import secrets
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MakeSystem
 
 from hermes_core import ToolSystem
 from hermes_core.testing import unguarded
+
+MakeSystem = Callable[..., ToolSystem]
 
 PLAIN_UID = 65534
 

@@ -6,14 +6,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import MakeSystem
 
 from hermes_core import ToolSystem
 from hermes_core.environments import environment_for
 from hermes_core.testing import processes_gone, sleep_marker, unguarded
+
+MakeSystem = Callable[..., ToolSystem]
 
 
 def _out(system: ToolSystem, command: str, session_id: str | None = None, **args: object) -> str:

@@ -5,11 +5,11 @@ session."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MakeSystem
 
 from hermes_core import ToolSystem, hookimpl
 from hermes_core.environments import (
@@ -24,6 +24,8 @@ from hermes_core.environments import (
     environment_kinds,
 )
 from hermes_core.fileio import SymlinkError
+
+MakeSystem = Callable[..., ToolSystem]
 
 
 class Broken(LocalEnvironment):
