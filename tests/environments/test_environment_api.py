@@ -198,3 +198,15 @@ def test_rooted_files_without_openat2_walk_with_nofollow(
     assert files.write("/project/sub/made/x.txt", b"ok") is False
     assert (host_ws / "sub" / "made" / "x.txt").read_bytes() == b"ok"
     assert os.path.exists(host_ws / "sub" / "f.txt")
+
+
+def test_a_handler_reaches_its_session_environment_from_the_context(system: ToolSystem) -> None:
+    def where(*, context: Any) -> str:
+        env = context.environment
+        assert env is environment_for(context)
+        return f"{env.kind} {env.workspace} {env.cwd} {env.session_id}"
+
+    system.registry.register(
+        name="where", toolset="t", handler=where, schema={"name": "where", "parameters": {"type": "object"}}
+    )
+    assert system.call("where", {}, session_id="s9") == (f"local {system.workspace} {system.workspace} s9")
