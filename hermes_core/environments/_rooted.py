@@ -96,8 +96,17 @@ class RootedFiles:
         # per root: its depth, and the hidden and kept-read-only paths that lie inside it (the others cannot
         # match a path of that root, or are overruled by it: a grant more precise than the hide)
         self._depth = {r.path: len(_split(r.path)) for r in self.roots}
+        self._by_path = {r.path: r for r in self.roots}
+        self._hosts = {r.path: str(r.host).rstrip("/") for r in self.roots}
         self._hides = {r.path: self._inside(r, self.hidden) for r in self.roots}
         self._keeps = {r.path: self._inside(r, self.read_only) for r in self.roots}
+        # the folders above a root (``/home`` above ``/home/me/project``), and the roots with a root inside them
+        self._above = {
+            "/" + "/".join(_split(r.path)[:n]) for r in self.roots for n in range(self._depth[r.path])
+        } - {r.path for r in self.roots}
+        self._nested = {
+            r.path for r in self.roots if any(_within(o.path, r.path) and o is not r for o in self.roots)
+        }
         self._fds: dict[str, int] = {}
         self._lock = threading.Lock()
         self._strict = openat2_available()
@@ -114,11 +123,14 @@ class RootedFiles:
     def root_of(self, path: str) -> tuple[Root, list[str]] | None:
         """The deepest root holding the environment path ``path`` and the parts below it."""
         parts = _split(path)
-        joined = "/" + "/".join(parts)
-        for root in self.roots:
-            if _within(joined, root.path):
-                return root, parts[self._depth[root.path] :]
+        for depth in range(len(parts), -1, -1):
+            root = self._by_path.get("/" + "/".join(parts[:depth]))
+            if root is not None:
+                return root, parts[depth:]
         return None
+
+    def _host_of(self, root: Root, rel: list[str]) -> str:
+        return "/".join([self._hosts[root.path], *rel]) if rel else self._hosts[root.path] or "/"
 
     def host_path(self, path: str) -> Path | None:
         """Where ``path`` (resolved) lies on this host, or None when no root holds it (nothing is checked)."""
@@ -142,7 +154,7 @@ class RootedFiles:
 
     def _on_the_way(self, path: str) -> bool:
         """Whether ``path`` is a folder above a root (``/home`` above ``/home/me/project``)."""
-        return any(_within(r.path, path) and r.path != path for r in self.roots)
+        return path in self._above
 
     def _root_fd(self, root: Root) -> int:
         fd = self._fds.get(root.path)
@@ -154,10 +166,10 @@ class RootedFiles:
                     self._fds[root.path] = fd
         return fd
 
-    def _refusal(self, host: Path, root: Root, write: bool, path: str) -> OSError | None:
+    def _refusal(self, host: str, root: Root, write: bool, path: str) -> OSError | None:
         hides, keeps = self._hides[root.path], self._keeps[root.path] if write else ()
         if hides or keeps:
-            text = str(host)
+            text = host
             if any(_host_within(text, hidden) for hidden in hides):
                 return PathOutsideRoots(path, "it is hidden in this environment")
             if any(_host_within(text, kept) for kept in keeps):
@@ -172,7 +184,7 @@ class RootedFiles:
         if found is None:
             return False
         root, rel = found
-        return self._refusal(root.host.joinpath(*rel), root, False, path) is None
+        return self._refusal(self._host_of(root, rel), root, False, path) is None
 
     def hidden_within(self, path: str) -> list[str]:
         """Environment paths of the hidden folders and files beneath ``path``."""
@@ -206,12 +218,12 @@ class RootedFiles:
         finally:
             os.close(fd)
 
-    def _open(self, path: str, flags: int, *, write: bool = False, mode: int = 0) -> tuple[int, Root, Path]:
+    def _open(self, path: str, flags: int, *, write: bool = False, mode: int = 0) -> tuple[int, Root, str]:
         found = self.root_of(path)
         if found is None:
             raise PathOutsideRoots(path)
         root, rel = found
-        host = root.host.joinpath(*rel)
+        host = self._host_of(root, rel)
         refused = self._refusal(host, root, write, path)
         if refused is not None:
             raise refused
@@ -282,7 +294,7 @@ class RootedFiles:
         if found is None:
             raise PathOutsideRoots(path)
         root, rel = found
-        refused = self._refusal(root.host.joinpath(*rel), root, True, path)
+        refused = self._refusal(self._host_of(root, rel), root, True, path)
         if refused is not None:
             raise refused
         fd = os.dup(self._root_fd(root))
@@ -347,7 +359,7 @@ class RootedFiles:
         except OSError:
             return None
         os.close(fd)
-        return host
+        return Path(host)
 
     # -- resolving -----------------------------------------------------------------------------------------
 
@@ -361,17 +373,39 @@ class RootedFiles:
         return self._resolve_walk(parts)
 
     def _resolve_fast(self, parts: list[str]) -> str | None:
-        """The parent folder with one ``openat2`` beneath the deepest root (following links that stay beneath
-        it), then the last part looked at without following it; None when the careful walk must decide."""
+        """One ``openat2`` with no link allowed: a path without links is its own real path. Else the parent
+        folder's links followed beneath the root (``_resolve_links``); None when the careful walk must decide."""
         if ".." in parts:
             return None
         joined = "/" + "/".join(parts)
+        if joined in self._above:
+            return joined
         if any(_within(joined, link) for link in self.links):
             return None
         found = self.root_of(joined)
-        if found is None or not found[1]:
+        if found is None:
             return None
         root, rel = found
+        if not rel:
+            return joined
+        base = self._root_fd(root)
+        try:
+            os.close(openat2(base, "/".join(rel), _PATH, 0, _STRICT))
+        except FileNotFoundError:
+            try:  # a missing last part (a file to create): its folder must be link-free too
+                os.close(openat2(base, "/".join(rel[:-1]) or ".", _PATH | os.O_DIRECTORY, 0, _STRICT))
+            except OSError:
+                return self._resolve_links(parts, root, rel)
+        except OSError:
+            return self._resolve_links(parts, root, rel)
+        refused = self._refusal(self._host_of(root, rel), root, False, joined)
+        if refused is not None:
+            raise refused
+        return joined
+
+    def _resolve_links(self, parts: list[str], root: Root, rel: list[str]) -> str | None:
+        """The parent folder with one ``openat2`` beneath the deepest root (following links that stay beneath
+        it), then the last part looked at without following it; None when the careful walk must decide."""
         try:
             fd = openat2(self._root_fd(root), "/".join(rel[:-1]) or ".", _PATH | os.O_DIRECTORY, 0, _FOLLOW)
         except OSError:
@@ -387,18 +421,15 @@ class RootedFiles:
             os.close(fd)
         if last is not None and stat.S_ISLNK(last.st_mode):
             return None
-        if not real.startswith("/") or real.endswith(" (deleted)") or not _host_within(real, root.host):
+        host_root = self._hosts[root.path]
+        if not real.startswith("/") or real.endswith(" (deleted)") or not _host_within(real, host_root):
             return None
-        rest = real[len(str(root.host).rstrip("/")) :]
-        resolved = root.path.rstrip("/") + rest + "/" + rel[-1]
-        if self._on_the_way(resolved) or self.root_of(resolved) != (
-            root,
-            _split(resolved)[len(_split(root.path)) :],
-        ):
-            return None  # it ended in a folder another root covers: walk to see what that root holds there
-        refused = self._refusal(
-            root.host.joinpath(*_split(resolved)[len(_split(root.path)) :]), root, False, resolved
-        )
+        resolved = root.path.rstrip("/") + real[len(host_root) :] + "/" + rel[-1]
+        if root.path in self._nested:  # it may have ended in a folder another root covers: walk to see there
+            again = self.root_of(resolved)
+            if again is None or again[0] is not root or self._on_the_way(resolved):
+                return None
+        refused = self._refusal(real.rstrip("/") + "/" + rel[-1], root, False, resolved)
         if refused is not None:
             raise refused
         return resolved
@@ -443,7 +474,7 @@ class RootedFiles:
         root, rel = found
         if not rel:
             return None
-        refused = self._refusal(root.host.joinpath(*rel), root, False, path)
+        refused = self._refusal(self._host_of(root, rel), root, False, path)
         if refused is not None:
             raise refused
         try:
