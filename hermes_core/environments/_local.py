@@ -255,35 +255,21 @@ class LocalEnvironment(Environment):
         self._open()
         start_in = self._workdir(workdir)
         call_env = dict(env or {})
+        options: dict[str, Any] = {
+            "env": call_env,
+            "timeout": timeout,
+            "limits": limits,
+            "tool": tool,
+            "input": input,
+            "split_output": split_output,
+            "stderr_bytes": stderr_bytes,
+        }
         if not isinstance(command, str):
-            argv = self._argv(command, start_in)
-            result = self.sandbox.run(
-                argv,
-                env=call_env,
-                timeout=timeout,
-                limits=limits,
-                tool=tool,
-                input=input,
-                split_output=split_output,
-                stderr_bytes=stderr_bytes,
-            )
-            return _result(result, ())
-        script = self.shell.restore_script(
-            workdir=start_in, base_names=self.sandbox.env(call_env), call_env=call_env
-        )
-        state_in, state_out = _state_file(script), _state_file(b"")
+            return _result(self.sandbox.run(self._argv(command, start_in), **options), ())
+        state_in, state_out = self._state_in(start_in, call_env), _state_file(b"")
         try:
-            result = self.sandbox.run(
-                shell_argv(command, str(state_in), str(state_out)),
-                env=call_env,
-                timeout=timeout,
-                limits=limits,
-                tool=tool,
-                input=input,
-                split_output=split_output,
-                stderr_bytes=stderr_bytes,
-                pass_fds=(state_in, state_out),
-            )
+            argv = shell_argv(command, str(state_in), str(state_out))
+            result = self.sandbox.run(argv, pass_fds=(state_in, state_out), **options)
             dump = _read_all(state_out)
         finally:
             os.close(state_in)
@@ -291,6 +277,11 @@ class LocalEnvironment(Environment):
         killed = result.timed_out or result.exit_code is None
         notes = self.shell.update(dump, workdir=start_in, killed=killed, call_env=call_env)
         return _result(result, notes)
+
+    def _state_in(self, start_in: str | None, call_env: dict[str, str]) -> int:
+        """A descriptor holding the script that restores the session's shell before a command."""
+        base = self.sandbox.env(call_env)
+        return _state_file(self.shell.restore_script(workdir=start_in, base_names=base, call_env=call_env))
 
     def _argv(self, command: Sequence[str], workdir: str | None) -> list[str]:
         argv = [str(a) for a in command]
@@ -315,10 +306,7 @@ class LocalEnvironment(Environment):
         call_env = dict(env or {})
         state_in: int | None = None
         if isinstance(command, str):
-            script = self.shell.restore_script(
-                workdir=start_in, base_names=self.sandbox.env(call_env), call_env=call_env
-            )
-            state_in = _state_file(script)
+            state_in = self._state_in(start_in, call_env)
             argv = shell_argv(command, str(state_in), "")
         else:
             argv = self._argv(command, start_in)
