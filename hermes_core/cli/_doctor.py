@@ -374,9 +374,8 @@ def _check_problems(system: ToolSystem) -> list[Problem]:
                 )
             )
             continue
-        out.append(
-            Problem("warning", plugin, "check", f"tool {name!r} is hidden: {reason}", _check_fix(reason))
-        )
+        fix = system.availability.fixes.get(name) or _check_fix(reason)
+        out.append(Problem("warning", plugin, "check", f"tool {name!r} is hidden: {reason}", fix))
     return out
 
 
