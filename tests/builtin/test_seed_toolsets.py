@@ -115,6 +115,6 @@ def test_average_builtin_definition_stays_under_800_characters(
         e.name: len(json.dumps(render(system.tool_schema(e, everything), "openai")))
         for e in system.registry.entries()
     }
-    assert len(sizes) == 48
+    assert len(sizes) >= 48  # the built-ins (other plugins are not loaded here)
     average = sum(sizes.values()) / len(sizes)
     assert average < 800, (average, sorted(sizes.items(), key=lambda kv: -kv[1])[:8])

@@ -50,6 +50,11 @@ _TASK_PROPERTIES: dict[str, Any] = {
     },
 }
 
+# the same fields inside 'tasks', described once above
+_TASK_ITEM_PROPERTIES = {
+    key: {k: v for k, v in spec.items() if k != "description"} for key, spec in _TASK_PROPERTIES.items()
+}
+
 
 def _delegate_description(max_tasks: int, concurrency: int, nested: bool) -> str:
     further = "may delegate in turn" if nested else "cannot delegate further"
@@ -72,11 +77,12 @@ def _delegate_parameters(max_tasks: int, concurrency: int, turns: int) -> dict[s
                 "maxItems": max_tasks,
                 "items": {
                     "type": "object",
-                    "properties": _TASK_PROPERTIES,
+                    "properties": _TASK_ITEM_PROPERTIES,
                     "required": ["goal"],
                     "additionalProperties": False,
                 },
-                "description": f"Several independent tasks instead of 'goal' (run {concurrency} at a time).",
+                "description": f"Several independent tasks instead of 'goal', each with goal, background and "
+                f"toolsets as above (run {concurrency} at a time).",
             },
             "max_turns": {
                 "type": "integer",

@@ -32,14 +32,9 @@ SCHEMA: dict[str, Any] = {
                 "maxItems": MAX_ITEMS,
                 "description": "add: the new tasks, in order.",
             },
-            "id": {"type": "integer", "description": "update: the task id."},
-            "status": {"type": "string", "enum": list(STATUSES), "description": "update: the new status."},
-            "content": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": MAX_CONTENT,
-                "description": "update: new text.",
-            },
+            "id": {"type": "integer"},
+            "status": {"type": "string", "enum": list(STATUSES)},
+            "content": {"type": "string", "minLength": 1, "maxLength": MAX_CONTENT},
             "done_only": {
                 "type": "boolean",
                 "description": "clear: remove only completed and cancelled tasks.",
