@@ -4,13 +4,15 @@ Each public module of a family package (``hermes_builtin/tools/<family>/<module>
 ``_``) is one unit with its own ``register(registry)``: it is imported and registered on its own, so a module
 that fails (a missing dependency, a broken or deleted file) costs only its own tools. The failures are returned
 to the plugin manager, which records them on this plugin's record (``failed_units``) for ``hermes plugins
-doctor``. Finding the modules lists five folders and imports nothing; each module is imported once.
+doctor``. Finding the modules lists five folders and imports nothing; each module is imported once. A module
+may also be a package (a folder with ``__init__.py``).
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import importlib.machinery
+import os
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +24,22 @@ _TOOLS = Path(__file__).resolve().parent / "tools"
 
 def tool_modules() -> list[str]:
     """The tool modules of every family, as ``family.module``: files, not imports (a deleted file is gone)."""
+    suffixes = tuple(importlib.machinery.all_suffixes())  # .py, .pyc (sourceless installs), extensions
     found: list[str] = []
     for family in FAMILIES:
-        names = sorted(
-            info.name
-            for info in pkgutil.iter_modules([str(_TOOLS / family)])
-            if not info.name.startswith("_")
-        )
-        found.extend(f"{family}.{name}" for name in names)
+        names: set[str] = set()
+        try:
+            entries = list(os.scandir(_TOOLS / family))
+        except OSError:  # a whole family folder deleted: its tools are gone
+            continue
+        for entry in entries:
+            if entry.name.startswith(("_", ".")):
+                continue
+            if entry.name.endswith(suffixes):
+                names.add(entry.name.partition(".")[0])
+            elif entry.is_dir() and os.path.exists(os.path.join(entry.path, "__init__.py")):
+                names.add(entry.name)  # a tool module grown into a package
+        found.extend(f"{family}.{name}" for name in sorted(names))
     return found
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from typing import Any
 
 from hermes_core import Unavailable
@@ -18,6 +17,8 @@ def commands_can_start(system: Any) -> tuple[bool, str] | Unavailable:
 
 def shell_can_start(system: Any) -> tuple[bool, str] | Unavailable:
     """``terminal`` and ``process`` also need bash."""
+    import shutil  # not at import: it pulls in the compression modules
+
     if shutil.which("bash") is None:
         return Unavailable("bash is not installed", fix="install bash (apt install bash)")
     return commands_can_start(system)

@@ -16,10 +16,6 @@ from typing import Any, BinaryIO
 
 from hermes_core import CallContext, ToolError, ToolRegistry
 
-from . import _stale
-from ._checks import format_gate
-from ._documents import document_kind, read_document
-
 __all__ = ["patch", "read_file", "register", "search_files", "write_file"]
 
 DEFAULT_LIMIT = 500
@@ -247,6 +243,9 @@ def read_file(path: str, offset: int = 1, limit: int = DEFAULT_LIMIT, *, context
     shown = _shown(context, target)
     offset = max(1, int(offset))
     limit = max(1, min(int(limit), MAX_LIMIT))
+    from . import _stale
+    from ._documents import document_kind, read_document
+
     with _open_checked(target, shown) as raw:  # the checked file itself, whatever happens to the path now
         _stale.remember_fd(context, target, raw.fileno())
         kind = document_kind(target)
@@ -305,6 +304,9 @@ def write_file(path: str, content: str, force: bool = False, *, context: CallCon
     """Write ``content`` to ``path`` atomically (see ``WRITE_SCHEMA``)."""
     from hermes_core.fileio import atomic_write_nofollow
 
+    from . import _stale
+    from ._checks import format_gate
+
     target = _guarded(context, path, "write")
     shown = _shown(context, target)
     try:
@@ -355,6 +357,8 @@ def _replace(
 ) -> str:
     from hermes_core.fileio import atomic_write_nofollow
 
+    from . import _stale
+    from ._checks import format_gate
     from ._patching import PatchError, replace_text, unified_diff
 
     if not path:
@@ -385,6 +389,8 @@ def _replace(
 def _apply_patch(context: CallContext, patch_text: str | None, force: bool = False) -> str:
     from hermes_core.fileio import atomic_write_nofollow, unlink_nofollow
 
+    from . import _stale
+    from ._checks import format_gate
     from ._fsio import read_bytes
     from ._patching import PatchError, apply_hunks, parse_patch, unified_diff
 
