@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _util import interleave_processes, line, run_ms
+from _util import interleave_processes, line, rounds_and_baseline, run_ms
 
 PLUGIN = """
 from hermes_core import registry
@@ -111,10 +111,5 @@ def main(rounds: int = 15, baseline: str | None = None) -> None:
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    base = None
-    if "--baseline" in args:
-        at = args.index("--baseline")
-        base = args[at + 1]
-        del args[at : at + 2]
-    main(*(int(a) for a in args[:1]), baseline=base)
+    rounds, base = rounds_and_baseline(sys.argv[1:])
+    main(*rounds, baseline=base)
