@@ -54,7 +54,10 @@ def read_document(
     """A numbered page of the text rendering of the document open as ``raw``."""
     st = os.fstat(raw.fileno())
     key = (str(path), st.st_mtime_ns, st.st_size)
-    cache: _Cache = context.session.stash(_CACHE_KEY, _Cache)
+    try:
+        cache: _Cache = context.session.stash(_CACHE_KEY, _Cache)
+    except RuntimeError:  # the session is closing: render without keeping it
+        cache = _Cache()
     with cache.lock:
         hit = cache.items.get(key)
     if hit is None:
