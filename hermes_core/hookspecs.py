@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -18,8 +19,9 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 @hookspec
-def register_tools(registry: ToolRegistry) -> None:
-    """Register this plugin's tools with ``registry.register(...)``."""
+def register_tools(registry: ToolRegistry) -> Mapping[str, str] | None:
+    """Register this plugin's tools with ``registry.register(...)``; a plugin made of independent parts may return
+    ``{part: reason}`` for those that failed alone (recorded on its ``PluginRecord.failed_units``)."""
 
 
 @hookspec

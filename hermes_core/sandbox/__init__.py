@@ -19,7 +19,8 @@ A tool (built-in or plugin) runs a command like this::
 
 ``run()`` never leaves a process behind; ``start()`` returns a ``SandboxProcess`` for long-running ones
 (``terminate()``, then ``release()``); ``SandboxRefused`` (a ``ToolError``) says when the walls cannot be
-built, so it reaches the model as a clear message.
+built, so it reaches the model as a clear message. ``readiness(context)`` says beforehand whether a command can
+start at all (the checks of the tools that run code hide them, with the reason and the fix, when it cannot).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ._capture import strip_ansi
 from ._env import child_env, is_secret_name
 from ._layout import HOME_SECRETS, Layout, SandboxRefused, hermes_dirs
 from ._process import SandboxProcess
+from ._ready import Readiness, readiness
 from ._sandbox import DEFAULT_OUTPUT_BYTES, Sandbox
 from ._settings import BACKENDS, DEFAULT_TOOLCHAINS, Limits, SandboxSettings, settings_from_config
 from ._status import GUARANTEES, LIMITATIONS, BackendChoice, choose_backend, report
@@ -46,6 +48,7 @@ __all__ = [
     "BackendChoice",
     "Layout",
     "Limits",
+    "Readiness",
     "RunResult",
     "Sandbox",
     "SandboxProcess",
@@ -56,6 +59,7 @@ __all__ = [
     "choose_backend",
     "hermes_dirs",
     "is_secret_name",
+    "readiness",
     "report",
     "sandbox_for",
     "settings_from_config",

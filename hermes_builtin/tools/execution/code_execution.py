@@ -23,7 +23,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_core import ApprovalDenied, CallContext, ToolError, ToolRegistry
+from hermes_core import ApprovalDenied, CallContext, ToolError, ToolRegistry, Unavailable
+
+from ._ready import commands_can_start
 
 if TYPE_CHECKING:
     from hermes_core import Host
@@ -92,11 +94,13 @@ def _schema_overrides(available: frozenset[str]) -> dict[str, Any]:
     return {"description": SCHEMA["description"] + listing}
 
 
-def _check() -> bool:
+def _check(system: Any) -> tuple[bool, str] | Unavailable:
     import socket
     import sys
 
-    return os.name == "posix" and hasattr(socket, "AF_UNIX") and bool(sys.executable)
+    if not (os.name == "posix" and hasattr(socket, "AF_UNIX") and sys.executable):
+        return False, "execute_code needs a POSIX system with Unix sockets and a Python interpreter"
+    return commands_can_start(system)
 
 
 def _settings(context: CallContext) -> dict[str, int]:

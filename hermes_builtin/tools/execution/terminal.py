@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_core import CallContext, ToolError, ToolRegistry
 
+from ._ready import shell_can_start
+
 if TYPE_CHECKING:
     from ._procs import BackgroundProcess, ProcessTable
 
@@ -94,12 +96,6 @@ PROCESS_SCHEMA: dict[str, Any] = {
         "required": ["action"],
     },
 }
-
-
-def _check() -> bool:
-    import shutil
-
-    return shutil.which("bash") is not None
 
 
 def _settings(context: CallContext) -> dict[str, Any]:
@@ -482,7 +478,7 @@ def register(registry: ToolRegistry) -> None:
         toolset="terminal",
         schema=TERMINAL_SCHEMA,
         handler=terminal,
-        check_fn=_check,
+        check_fn=shell_can_start,
         emoji="💻",
         max_result_size_chars=60_000,
         timeout=MAX_TIMEOUT + 30,  # the command's own timeout (up to MAX_TIMEOUT) ends it first, cleanly
@@ -492,7 +488,7 @@ def register(registry: ToolRegistry) -> None:
         toolset="terminal",
         schema=PROCESS_SCHEMA,
         handler=process,
-        check_fn=_check,
+        check_fn=shell_can_start,
         emoji="⚙️",
         max_result_size_chars=60_000,
         timeout=MAX_TIMEOUT + 30,  # "wait" may block up to MAX_TIMEOUT
