@@ -12,7 +12,7 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..context import workspace_override
 from ._capture import HeadTail, drain
@@ -24,9 +24,14 @@ from ._rlimits import prlimit_argv, rlimit_setter, rlimit_values
 from ._settings import Limits, SandboxSettings
 from ._spawn import Spawner, feed, pidfd, wait_exit
 from ._status import BackendChoice, choose_backend
-from ._types import RunResult
+from ._types import NetPlan, RunResult
 
-__all__ = ["DEFAULT_OUTPUT_BYTES", "Sandbox"]
+if TYPE_CHECKING:
+    from ._egress import NetworkApproval
+    from ._netns import NetNamespace
+    from ._proxy import EgressProxy
+
+__all__ = ["DEFAULT_OUTPUT_BYTES", "Sandbox", "proxy_env"]
 
 DEFAULT_OUTPUT_BYTES = 1_000_000
 _POLL = 0.1
@@ -40,6 +45,8 @@ class Sandbox:
 
     Make one with ``sandbox_for(context)`` (per tool system, closed with it). ``run()`` runs a command to the
     end and returns a ``RunResult``; ``start()`` starts one and returns a ``SandboxProcess`` to manage.
+    ``network_approval(host, reason) -> bool`` answers for names the network allow-list does not hold
+    (``sandbox_for`` asks the tool system's approver; None: such names are refused).
     """
 
     def __init__(
@@ -48,8 +55,12 @@ class Sandbox:
         *,
         workspace: str | os.PathLike[str] | None = None,
         hidden: Sequence[str | os.PathLike[str]] = (),
+        network_approval: NetworkApproval | None = None,
     ) -> None:
         self.settings = settings if settings is not None else SandboxSettings()
+        self.network_approval = network_approval
+        self._net: tuple[NetNamespace | None, EgressProxy] | None = None
+        self._net_lock = threading.Lock()
         self.workspace = Path(workspace if workspace is not None else Path.cwd()).resolve()
         self._extra_hidden = [Path(os.path.realpath(p)) for p in hidden]
         self._choice: BackendChoice | None = None
@@ -138,6 +149,58 @@ class Sandbox:
         """The configured limits with ``limits`` (the call's own) on top."""
         return self.settings.limits.merged(limits)
 
+    # -- the network ---------------------------------------------------------------------------------------
+
+    def egress(self) -> tuple[NetNamespace | None, EgressProxy]:
+        """The sandbox's network namespace (None where none can be made: Landlock's fallback) and its proxy,
+        made on the first call with network "on" and closed with the sandbox.
+
+        Anything that runs commands for this sandbox may join the namespace (``namespace.enter_argv()`` as
+        a launcher prefix, ``namespace.enterer()`` between fork and exec) and point tools at the proxy
+        (``proxy_env(port)``): the namespace's only way out is the proxy, which applies ``[sandbox.network]``.
+        """
+        with self._net_lock:
+            if self._net is not None:
+                return self._net
+            if self._closed:
+                raise SandboxRefused("the tool system is closed")
+            from ._egress import EgressPolicy
+            from ._netns import NetNamespace, netns_support
+            from ._proxy import EgressProxy
+
+            namespace: NetNamespace | None
+            try:
+                namespace = NetNamespace.create()
+            except SandboxRefused as err:
+                if self.backend != "landlock":
+                    raise SandboxRefused(
+                        f'{err.message}; set [sandbox] network = "off" (or "host") to run commands '
+                        "without the proxy"
+                    ) from None
+                namespace = None
+                netns_support()  # remember why, for status
+            if namespace is not None:
+                listeners = namespace.listeners
+            else:
+                import socket
+
+                listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                listener.bind(("127.0.0.1", 0))
+                listener.listen(128)
+                listeners = [listener]
+            proxy = EgressProxy(listeners, EgressPolicy(self.settings.egress, self.network_approval))
+            self._net = (namespace, proxy)
+            return self._net
+
+    def _plan(self, mode: str) -> tuple[NetPlan, dict[str, str]]:
+        """The network plan of a call in ``mode`` and the variables that point its tools at the proxy."""
+        if mode != "on" or self.backend == "none":
+            return NetPlan("off" if mode == "off" else "host"), {}
+        namespace, proxy = self.egress()
+        port = namespace.port if namespace is not None else proxy.port
+        plan = NetPlan("proxy", namespace=namespace, proxy_port=None if namespace is not None else port)
+        return plan, proxy_env(port)
+
     # -- starting ----------------------------------------------------------------------------------------
 
     def start(
@@ -148,7 +211,7 @@ class Sandbox:
         workspace: str | os.PathLike[str] | None = None,
         env: dict[str, str] | None = None,
         limits: Limits | None = None,
-        network: bool | None = None,
+        network: bool | str | None = None,
         tool: str | None = None,
         stdin: int | IO[Any] | None = subprocess.DEVNULL,
         stdout: int | IO[Any] | None = subprocess.PIPE,
@@ -159,7 +222,8 @@ class Sandbox:
     ) -> SandboxProcess:
         """Start ``argv`` in the sandbox and return its ``SandboxProcess`` (call ``release()`` when done with it).
 
-        ``cwd`` defaults to the workspace; ``network`` to the configuration's choice for ``tool``;
+        ``cwd`` defaults to the workspace; ``network`` ("on", "off", "host"; True is "on", False "off") to the
+        configuration's choice for ``tool``;
         ``background=True`` ties the process to the sandbox's lifetime rather than the calling thread's.
         Raises ``SandboxRefused`` (a ``ToolError``) when the walls cannot be built, ``OSError`` when the
         command cannot be started.
@@ -174,8 +238,10 @@ class Sandbox:
         layout = self.layout(workspace, read_only, read_write)
         workdir = Path(os.path.realpath(cwd)) if cwd is not None else layout.workspace
         lim = self.limits(limits)
-        net = self.settings.network_for(tool) if network is None else network
+        mode = _mode(self.settings.network_for(tool) if network is None else network)
+        plan, proxy_vars = self._plan(mode)
         child = self.env(env)
+        child.update(proxy_vars)
         if "PATH" in child:  # entries the command cannot see would only fail (Landlock: "permission denied")
             child["PATH"] = os.pathsep.join(
                 entry
@@ -188,7 +254,13 @@ class Sandbox:
             child[_MARKER] = token
             marker = f"{_MARKER}={token}".encode()
         launch = choice.backend.prepare(
-            layout, list(argv), workdir, child, net, reuse=not (read_only or read_write)
+            layout,
+            list(argv),
+            workdir,
+            child,
+            plan,
+            reuse=not (read_only or read_write),
+            unix_sockets=self.settings.unix_sockets,
         )
         need_cgroup = not launch.pid_namespace or bool(lim.max_processes or lim.memory_mb or lim.cpu_seconds)
         cgroup = Cgroup.create(lim) if need_cgroup else None
@@ -220,6 +292,7 @@ class Sandbox:
                 stderr=stderr,
                 start_new_session=True,
                 preexec_fn=preexec if steps else None,
+                pass_fds=launch.pass_fds,
             )
 
         try:
@@ -265,7 +338,7 @@ class Sandbox:
         env: dict[str, str] | None = None,
         timeout: float | None = None,
         limits: Limits | None = None,
-        network: bool | None = None,
+        network: bool | str | None = None,
         tool: str | None = None,
         input: bytes | None = None,
         split_output: bool = False,
@@ -403,6 +476,34 @@ class Sandbox:
         closer = getattr(self._choice.backend, "close", None) if self._choice is not None else None
         if callable(closer):
             closer()
+        with self._net_lock:
+            net, self._net = self._net, None
+        if net is not None:
+            net[1].close()
+            if net[0] is not None:
+                net[0].close()
+
+
+def _mode(value: bool | str) -> str:
+    if value is True:
+        return "on"
+    if value is False:
+        return "off"
+    if value not in ("on", "off", "host"):
+        raise ValueError(f'network must be "on", "off" or "host", not {value!r}')
+    return str(value)
+
+
+def proxy_env(port: int) -> dict[str, str]:
+    """The variables that send a command's HTTP(S), SOCKS and package-manager traffic to the proxy."""
+    http = f"http://127.0.0.1:{port}"
+    out = {}
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "FTP_PROXY"):
+        out[name] = out[name.lower()] = http
+    out["ALL_PROXY"] = out["all_proxy"] = f"socks5h://127.0.0.1:{port}"
+    out["NO_PROXY"] = out["no_proxy"] = "localhost,127.0.0.1,::1"
+    out["NODE_USE_ENV_PROXY"] = "1"  # Node's own fetch honours the variables only when asked to
+    return out
 
 
 _open: weakref.WeakSet[Sandbox] = weakref.WeakSet()

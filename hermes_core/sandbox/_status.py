@@ -9,7 +9,7 @@ from ._bwrap import BwrapBackend, probe_bwrap
 from ._cgroup import cgroup_support
 from ._landlock import LandlockBackend, probe_landlock
 from ._layout import Layout
-from ._types import Launch
+from ._types import Launch, NetPlan
 
 __all__ = ["GUARANTEES", "LIMITATIONS", "Backend", "BackendChoice", "NoneBackend", "choose_backend", "report"]
 
@@ -24,8 +24,9 @@ class Backend(Protocol):
         argv: list[str],
         cwd: Any,
         env: dict[str, str],
-        network: bool,
+        network: NetPlan,
         reuse: bool = True,
+        unix_sockets: bool = False,
     ) -> Launch: ...
 
 
@@ -41,8 +42,9 @@ class NoneBackend:
         argv: list[str],
         cwd: Any,
         env: dict[str, str],
-        network: bool,
+        network: NetPlan,
         reuse: bool = True,
+        unix_sockets: bool = False,
     ) -> Launch:
         return Launch(argv=list(argv), env=env, cwd=str(cwd), pid_namespace=False)
 

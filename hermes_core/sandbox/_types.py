@@ -4,8 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["Launch", "RunResult"]
+__all__ = ["Launch", "NetPlan", "RunResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class NetPlan:
+    """How one call reaches the network.
+
+    ``mode`` is "off" (nothing but the call's own loopback), "proxy" (only hermes's proxy: ``namespace`` is the
+    sandbox's ``NetNamespace`` to join, or, where none can be made, ``proxy_port`` is the one TCP port of the
+    host's loopback the call may connect to) or "host" (the host's network, an explicit choice).
+    """
+
+    mode: str
+    namespace: Any = None
+    proxy_port: int | None = None
 
 
 @dataclass(slots=True)
@@ -15,7 +30,8 @@ class Launch:
     ``preexec`` runs in the child between fork and exec (async-signal-safe work only: pre-built values);
     ``after_spawn`` runs in the parent once the child exists (close descriptors it inherited);
     ``cleanup`` runs when the whole tree is gone (remove private folders); ``command_at`` is where the
-    command itself starts in ``argv`` (after the backend's own launcher, if any).
+    command itself starts in ``argv`` (after the backend's own launcher, if any); ``pass_fds`` are descriptors
+    the launcher inherits (bwrap's seccomp program).
     """
 
     argv: list[str]
@@ -23,6 +39,7 @@ class Launch:
     cwd: str
     pid_namespace: bool
     command_at: int = 0
+    pass_fds: list[int] = field(default_factory=list)
     preexec: list[Callable[[], None]] = field(default_factory=list)
     after_spawn: list[Callable[[], None]] = field(default_factory=list)
     cleanup: list[Callable[[], None]] = field(default_factory=list)
