@@ -242,6 +242,8 @@ class Sandbox:
         plan, proxy_vars = self._plan(mode)
         child = self.env(env)
         child.update(proxy_vars)
+        if env:  # the call's own variables win, even over the proxy's (NO_PROXY="" for instance)
+            child.update({str(k): str(v) for k, v in env.items()})
         if "PATH" in child:  # entries the command cannot see would only fail (Landlock: "permission denied")
             child["PATH"] = os.pathsep.join(
                 entry

@@ -1,15 +1,12 @@
 """Ordinary development still works behind the walls: git, a workspace virtual environment with pip, pytest,
-make and a C compiler with the system headers, and the network when it is on (and not when it is off)."""
+make and a C compiler with the system headers (the network: test_network.py)."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import http.server
 import sys
-import threading
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -80,40 +77,3 @@ def test_pytest_make_and_gcc_with_system_headers(scene: Scene) -> None:
         f"make -s && ./hello && PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {sys.executable} -m pytest -q -p no:cacheprovider",
     )
     assert "sqrt 4.0" in out and "1 passed" in out
-
-
-class _Hello(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = b"hello from the host"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        return
-
-
-@pytest.fixture
-def server() -> Iterator[str]:
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    httpd.shutdown()
-    httpd.server_close()
-
-
-def test_network_on_and_off(scene: Scene, server: str) -> None:
-    fetch = (
-        f'{sys.executable} -c "import urllib.request; '
-        f"print(urllib.request.urlopen('{server}', timeout=5).read().decode())\""
-    )
-    assert "hello from the host" in _run(scene, fetch)
-    scene.system.close()
-    scene.system = load_system(
-        scene.workspace, scene.backend, scene.config, scene.config_marker, network="off"
-    )
-    out = scene.system.call("terminal", {"command": fetch, "timeout": 30})
-    assert "hello from the host" not in out
-    assert "[exit code 1;" in out
