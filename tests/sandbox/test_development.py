@@ -77,3 +77,52 @@ def test_pytest_make_and_gcc_with_system_headers(scene: Scene) -> None:
         f"make -s && ./hello && PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {sys.executable} -m pytest -q -p no:cacheprovider",
     )
     assert "sqrt 4.0" in out and "1 passed" in out
+
+
+def test_node_and_npm_work_under_the_filter(scene: Scene) -> None:
+    import shutil
+
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node and npm are not installed")
+    ws = scene.workspace
+    (ws / "lib").mkdir()
+    (ws / "lib" / "package.json").write_text('{"name": "lib", "version": "1.0.0", "main": "index.js"}')
+    (ws / "lib" / "index.js").write_text("module.exports = () => 'from lib';\n")
+    (ws / "app.js").write_text(
+        "const { execFileSync } = require('child_process');\n"
+        "const fs = require('fs');\n"
+        "fs.writeFileSync('out.txt', require('lib')());\n"
+        "console.log('child says', execFileSync('node', ['-e', 'process.stdout.write(\"hi\")']).toString());\n"
+    )
+    out = _run(
+        scene,
+        "npm init -y >/dev/null && npm install --offline --no-audit --no-fund ./lib >/dev/null && "
+        "node app.js && cat out.txt",
+        timeout=180,
+    )
+    assert "child says hi" in out and "from lib" in out
+
+
+def test_cargo_builds_a_crate_under_the_filter(scene: Scene) -> None:
+    import os
+    import pwd
+    import shutil
+
+    cargo = shutil.which("cargo")
+    real_home = pwd.getpwuid(os.getuid()).pw_dir  # HOME is the stage's fake one
+    rustup = os.environ.get("RUSTUP_HOME") or os.path.join(real_home, ".rustup")
+    if cargo is None:
+        pytest.skip("cargo is not installed")
+    bin_dir = os.path.dirname(os.path.realpath(cargo))
+    shown = [bin_dir] + ([rustup] if os.path.isdir(rustup) else [])
+    scene.system.close()
+    scene.system = load_system(
+        scene.workspace, scene.backend, scene.config, scene.config_marker, read_only=shown
+    )
+    out = _run(
+        scene,
+        f"export PATH={bin_dir}:$PATH RUSTUP_HOME={rustup} CARGO_HOME=$PWD/.cargo-home && "
+        "cargo new -q --vcs none hello && cd hello && cargo run -q --offline",
+        timeout=300,
+    )
+    assert "Hello, world!" in out
