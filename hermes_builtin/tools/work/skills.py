@@ -5,6 +5,10 @@ linked files (references, templates, scripts). Skills come from the bundled fold
 (``hermes_builtin/skills``, read-only) and from ``<data dir>/skills`` (managed by the model); a user
 skill overrides a bundled one of the same name. Listing shows only names and descriptions; the body
 is loaded on demand (progressive disclosure).
+
+User skills are private data (they hold what the user and the model wrote down). A call whose selection
+cannot manage skills (``skill_manage`` not enabled, as in ``hermes-webhook``, the toolset for untrusted
+input) reads the bundled skills only: a user skill is neither listed nor loadable there.
 """
 
 from __future__ import annotations
@@ -124,16 +128,22 @@ def _scan(root: Path, bundled: bool) -> dict[str, Skill]:
     return found
 
 
+def _reads_user_skills(context: CallContext) -> bool:
+    """Whether this call may see user skills: only where the selection may manage them too."""
+    return context.enabled is None or "skill_manage" in context.enabled
+
+
 def _all_skills(context: CallContext) -> dict[str, Skill]:
     skills = _scan(BUNDLED_DIR, True)
-    skills.update(_scan(_user_root(context), False))
+    if _reads_user_skills(context):
+        skills.update(_scan(_user_root(context), False))
     return dict(sorted(skills.items()))
 
 
 def _find(context: CallContext, name: str) -> Skill:
     _check_name(name)
     user = _user_root(context) / name
-    if (user / "SKILL.md").is_file():
+    if _reads_user_skills(context) and (user / "SKILL.md").is_file():
         return _read_meta(user, False)
     bundled = BUNDLED_DIR / name
     if (bundled / "SKILL.md").is_file():
