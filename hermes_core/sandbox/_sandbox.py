@@ -357,6 +357,7 @@ class Sandbox:
         """
         lim = self.limits(limits)
         started = time.monotonic()
+        floor = _Floor(self.layout(workspace).workspace, lim.min_free_mb)
         proc = self.start(
             argv,
             cwd=cwd,
@@ -400,7 +401,7 @@ class Sandbox:
                         break
                 if wait_exit(proc.popen, fd, wait):
                     break
-                limit = self._over_limit(proc, lim)
+                limit = self._over_limit(proc, lim) or floor.crossed()
                 if limit:
                     kill_note = proc.terminate(min(grace, 0.2))
                     break
@@ -484,6 +485,33 @@ class Sandbox:
             net[1].close()
             if net[0] is not None:
                 net[0].close()
+
+
+class _Floor:
+    """The free-space floor of one call: crossed when the workspace's file system drops below ``min_free_mb``
+    free *because of the call* (a disk that was already fuller may lose another 64 MiB at most)."""
+
+    def __init__(self, path: Path, min_free_mb: int | None) -> None:
+        self.path = str(path)
+        self.floor = 0
+        self.checked = 0.0
+        if min_free_mb:
+            at_start = self._free()
+            if at_start is not None:
+                self.floor = min(min_free_mb * 1024 * 1024, max(0, at_start - 64 * 1024 * 1024))
+
+    def _free(self) -> int | None:
+        try:
+            st = os.statvfs(self.path)
+        except OSError:
+            return None
+        return st.f_bavail * st.f_frsize
+
+    def crossed(self) -> str:
+        if not self.floor:
+            return ""
+        free = self._free()
+        return "disk" if free is not None and free < self.floor else ""
 
 
 def _mode(value: bool | str) -> str:

@@ -53,7 +53,7 @@ class RunResult:
     shows ``-N`` (backends without a PID namespace) or ``128+N`` (bwrap reports it as its exit status).
     ``output`` is stdout and stderr interleaved unless they were asked for apart (``stdout``/``stderr``).
     ``omitted`` counts bytes cut from the middle; ``limit`` names the limit that ended it ("processes",
-    "memory", "cpu") and ``kill_note`` how it was ended; ``leftovers_killed`` says that processes outlived
+    "memory", "cpu", "disk") and ``kill_note`` how it was ended; ``leftovers_killed`` says that processes outlived
     the command and were ended with it.
     """
 

@@ -370,8 +370,13 @@ def terminal(
         )
     elif result.limit == "processes":
         lines.append(
-            f"[killed: the command started more than {limits.max_processes} processes at once "
+            f"[killed: the command started more than {box.limits(limits).max_processes} processes at once "
             f"({result.kill_note})]"
+        )
+    elif result.limit == "disk":
+        lines.append(
+            f"[killed: the command filled the disk below the sandbox's floor of "
+            f"{box.limits(limits).min_free_mb} MB free ({result.kill_note})]"
         )
     else:
         lines.append(f"[exit code {result.exit_code}; {result.duration:.2f}s]")
