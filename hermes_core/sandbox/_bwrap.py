@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from ._layout import Layout, SandboxRefused, is_within
@@ -109,6 +110,7 @@ class BwrapBackend:
         network: NetPlan,
         reuse: bool = True,
         unix_sockets: bool = False,
+        read_only_files: Sequence[Path] = (),
     ) -> Launch:
         if not layout.sees(cwd):
             raise SandboxRefused(f"the working directory {cwd} is outside what the sandbox shows")
@@ -143,7 +145,7 @@ class BwrapBackend:
             ops.append((_depth(path), 2, ["--bind", str(path), str(path)]))
         for path in layout.read_only:
             ops.append((_depth(path), 3, ["--ro-bind", str(path), str(path)]))
-        for path in layout.protected:
+        for path in [*layout.protected, *read_only_files]:
             ops.append((_depth(path), 4, ["--ro-bind", str(path), str(path)]))
         for path in layout.hidden:
             if not os.path.lexists(path):

@@ -26,7 +26,7 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ._layout import Layout, SandboxRefused, is_within
@@ -307,6 +307,7 @@ class LandlockBackend:
         network: NetPlan,
         reuse: bool = True,
         unix_sockets: bool = False,
+        read_only_files: Sequence[Path] = (),
     ) -> Launch:
         for hidden in layout.hidden:
             if not (hidden in layout.hermes or os.path.lexists(hidden)):

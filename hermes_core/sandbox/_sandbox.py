@@ -18,6 +18,7 @@ from ..context import workspace_override
 from ._capture import HeadTail, drain
 from ._cgroup import Cgroup, cgroup_joiner
 from ._env import child_env, git_identity
+from ._hostrun import Tripwire, host_run_paths
 from ._layout import Layout, SandboxRefused, build_layout, hermes_dirs
 from ._process import SandboxProcess
 from ._rlimits import prlimit_argv, rlimit_setter, rlimit_values
@@ -255,6 +256,13 @@ class Sandbox:
             token = secrets.token_hex(8)
             child[_MARKER] = token
             marker = f"{_MARKER}={token}".encode()
+        host_run = self.settings.host_run
+        pinned = host_run_paths(layout.read_write, host_run) if choice.name == "bwrap" else []
+        tripwire = (
+            Tripwire(layout.read_write, host_run, _quarantine(), keep_content=choice.name != "bwrap")
+            if host_run and choice.name != "none"
+            else None
+        )
         launch = choice.backend.prepare(
             layout,
             list(argv),
@@ -263,6 +271,7 @@ class Sandbox:
             plan,
             reuse=not (read_only or read_write),
             unix_sockets=self.settings.unix_sockets,
+            read_only_files=pinned,
         )
         need_cgroup = not launch.pid_namespace or bool(lim.max_processes or lim.memory_mb or lim.cpu_seconds)
         cgroup = Cgroup.create(lim) if need_cgroup else None
@@ -320,6 +329,7 @@ class Sandbox:
             marker=marker,
             cleanup=launch.cleanup,
             on_release=self._forget,
+            tripwire=tripwire,
         )
         with self._lock:
             self._live.add(proc)
@@ -433,6 +443,7 @@ class Sandbox:
             proc.release()
         killed = timed_out or bool(limit and kill_note)
         return RunResult(
+            quarantined=list(proc.quarantined),
             exit_code=None if killed else proc.popen.returncode,
             output=out.text(),
             stdout=out.text(),
@@ -512,6 +523,13 @@ class _Floor:
             return ""
         free = self._free()
         return "disk" if free is not None and free < self.floor else ""
+
+
+def _quarantine() -> Path:
+    """Where host-run files planted by a call go (hermes's cache: hidden from every sandbox)."""
+    from .. import paths
+
+    return paths.cache_dir() / "quarantine"
 
 
 def _mode(value: bool | str) -> str:

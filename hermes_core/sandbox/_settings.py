@@ -82,7 +82,6 @@ DEFAULT_HOST_RUN: tuple[str, ...] = (
     ".git/modules/*/config",
     ".git/modules/*/hooks",
     ".git/modules/*/info",
-    ".gitmodules",
     ".envrc",
     ".vscode/tasks.json",
     ".vscode/settings.json",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from ._bwrap import BwrapBackend, probe_bwrap
@@ -27,6 +29,7 @@ class Backend(Protocol):
         network: NetPlan,
         reuse: bool = True,
         unix_sockets: bool = False,
+        read_only_files: Sequence[Path] = (),
     ) -> Launch: ...
 
 
@@ -45,6 +48,7 @@ class NoneBackend:
         network: NetPlan,
         reuse: bool = True,
         unix_sockets: bool = False,
+        read_only_files: Sequence[Path] = (),
     ) -> Launch:
         return Launch(argv=list(argv), env=env, cwd=str(cwd), pid_namespace=False)
 

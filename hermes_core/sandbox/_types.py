@@ -54,7 +54,7 @@ class RunResult:
     ``output`` is stdout and stderr interleaved unless they were asked for apart (``stdout``/``stderr``).
     ``omitted`` counts bytes cut from the middle; ``limit`` names the limit that ended it ("processes",
     "memory", "cpu", "disk") and ``kill_note`` how it was ended; ``leftovers_killed`` says that processes outlived
-    the command and were ended with it.
+    the command and were ended with it; ``quarantined`` names the host-run files it planted, now undone.
     """
 
     exit_code: int | None
@@ -69,3 +69,4 @@ class RunResult:
     kill_note: str
     leftovers_killed: bool
     backend: str
+    quarantined: list[str] = field(default_factory=list)

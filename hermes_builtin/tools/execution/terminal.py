@@ -388,6 +388,11 @@ def terminal(
         )
     if result.omitted:
         lines.append(f"[output capped: {result.omitted} bytes omitted from the middle]")
+    if result.quarantined:
+        lines.append(
+            "[files the host would run later were planted and have been undone (the sandbox keeps them "
+            "read-only; ask the user to make such changes): " + "; ".join(result.quarantined) + "]"
+        )
     return "\n".join(lines)
 
 
