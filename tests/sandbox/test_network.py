@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_stage import Scene, load_system, token
+from sandbox_stage import Scene, load_system, run_as_plain_user, token
 
 import hermes_builtin.plugin
 from hermes_core import ToolSystem
@@ -338,3 +338,30 @@ def test_an_unlisted_name_asks_and_always_is_remembered(
         )
         assert "through the proxy" in out, out
     assert asked == [("network", "other.test")]
+
+
+@pytest.mark.parametrize("backend_name", ["bwrap", "landlock"])
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_as_a_plain_user_the_hosts_loopback_stays_out_of_reach(
+    plain_root: Path, backend_name: str, mode: str, host_service: tuple[int, str]
+) -> None:
+    port, secret = host_service
+    abstract_name = f"hermes-test-{token()}"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind("\0" + abstract_name)
+    listener.listen(1)
+    try:
+        out = run_as_plain_user(
+            plain_root,
+            backend_name,
+            {"reach.py": REACH},
+            f"python3 reach.py {port} {abstract_name} /nonexistent.sock 9",
+            network=mode,
+        )
+    finally:
+        listener.close()
+    result = _result(out)
+    assert secret not in out
+    for key, outcome in result.items():
+        if key != "udp":
+            assert not outcome.startswith("REACHED"), (backend_name, mode, key, result)

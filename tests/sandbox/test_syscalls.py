@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 import platform
 import subprocess
+from pathlib import Path
 
 import pytest
-from sandbox_stage import CHANNELS, Scene
+from sandbox_stage import CHANNELS, Scene, run_as_plain_user
 
 # x86_64 and aarch64 numbers of the calls made directly (the C library has no wrapper for some)
 NUMBERS = {
@@ -111,3 +112,34 @@ def test_the_filter_refuses_what_no_tool_needs(
     assert result["socketpair"] == "pair" and "thread ok" in str(result["thread"]), (where, result)
     assert not (scene.workspace / "chardev").exists()
     assert victim[0].poll() is None
+
+
+@pytest.mark.parametrize("backend_name", ["bwrap", "landlock"])
+def test_as_a_plain_user_the_filter_holds_too(plain_root: Path, backend_name: str) -> None:
+    machine = platform.machine()
+    if machine not in NUMBERS:
+        pytest.skip(f"system-call numbers for {machine} are not listed here")
+    victim = subprocess.Popen(["sleep", "120"])
+    try:
+        out = run_as_plain_user(
+            plain_root,
+            backend_name,
+            {"attack.py": ATTACK},
+            f"python3 attack.py '{json.dumps(NUMBERS[machine])}' {victim.pid}",
+        )
+    finally:
+        victim.kill()
+        victim.wait()
+    result = _result(out)
+    for key in (
+        "keyctl",
+        "io_uring_setup",
+        "bpf",
+        "userfaultfd",
+        "unshare_user",
+        "tiocsti",
+        "mknod",
+        "af_unix",
+    ):
+        assert str(result[key]).startswith("refused"), (backend_name, key, result)
+    assert result["setuid_bit"] != "OK" and result["socketpair"] == "pair", result
