@@ -365,3 +365,65 @@ def test_as_a_plain_user_the_hosts_loopback_stays_out_of_reach(
     for key, outcome in result.items():
         if key != "udp":
             assert not outcome.startswith("REACHED"), (backend_name, mode, key, result)
+
+
+def test_landlock_without_a_namespace_allows_only_the_proxys_port(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host_service: tuple[int, str]
+) -> None:
+    from hermes_core.sandbox import (
+        Sandbox,
+        SandboxRefused,
+        SandboxSettings,
+        choose_backend,
+        settings_from_config,
+    )
+    from hermes_core.sandbox._landlock import probe_landlock
+    from hermes_core.sandbox._netns import NetNamespace
+
+    if choose_backend("landlock").backend is None or probe_landlock()[0] < 4:
+        pytest.skip("needs Landlock ABI 4 (TCP rules)")
+
+    def unavailable(cls: object, port: int = 0) -> NetNamespace:
+        raise SandboxRefused("user namespaces are disabled here (simulated)")
+
+    monkeypatch.setattr(NetNamespace, "create", classmethod(unavailable))
+    port, secret = host_service
+    from hermes_core.config import Config
+
+    settings = settings_from_config(
+        Config(
+            {
+                "sandbox": {
+                    "backend": "landlock",
+                    "network": {
+                        "allow": ["service.test"],
+                        "allow_networks": ["127.0.0.1/32"],
+                        "resolve": {"service.test": "127.0.0.1"},
+                    },
+                }
+            }
+        )
+    )
+    assert isinstance(settings, SandboxSettings)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    box = Sandbox(settings, workspace=workspace)
+    try:
+        namespace, proxy = box.egress()
+        assert namespace is None and proxy.port != port
+        script = (
+            "import socket, urllib.request, sys\n"
+            "def tcp():\n"
+            f"    socket.create_connection(('127.0.0.1', {port}), timeout=3).close(); return 'REACHED'\n"
+            "def udp():\n"
+            "    socket.socket(socket.AF_INET, socket.SOCK_DGRAM); return 'REACHED'\n"
+            "for fn in (tcp, udp):\n"
+            "    try: print(fn.__name__, fn())\n"
+            "    except OSError as exc: print(fn.__name__, 'refused', exc.errno)\n"
+            f"print(urllib.request.urlopen('http://service.test:{port}/', timeout=10).read().decode())\n"
+        )
+        result = box.run([sys.executable, "-c", script], timeout=60)
+        assert "tcp refused" in result.output and "udp refused" in result.output, result.output
+        assert secret in result.output, result.output  # through the proxy, under its allowed name
+    finally:
+        box.close()
