@@ -256,13 +256,13 @@ class Sandbox:
             token = secrets.token_hex(8)
             child[_MARKER] = token
             marker = f"{_MARKER}={token}".encode()
-        host_run = self.settings.host_run
-        pinned = host_run_paths(layout.read_write, host_run) if choice.name == "bwrap" else []
+        host_run = self.settings.host_run if choice.name != "none" else ()
         tripwire = (
             Tripwire(layout.read_write, host_run, _quarantine(), keep_content=choice.name != "bwrap")
-            if host_run and choice.name != "none"
+            if host_run
             else None
         )
+        pinned = tripwire.found if tripwire is not None and choice.name == "bwrap" else []
         launch = choice.backend.prepare(
             layout,
             list(argv),
