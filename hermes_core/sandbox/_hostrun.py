@@ -74,7 +74,9 @@ def _expand(root: Path, pattern: str) -> list[Path]:
         if not glob.has_magic(part):
             found = [f"{base}/{part}" for base in found if os.path.lexists(f"{base}/{part}")]
         else:
-            found = [f"{base}/{name}" for base in found for name in _names(base) if fnmatch.fnmatchcase(name, part)]
+            found = [
+                f"{base}/{name}" for base in found for name in _names(base) if fnmatch.fnmatchcase(name, part)
+            ]
         if not found:
             return []
     return [Path(p) for p in found]

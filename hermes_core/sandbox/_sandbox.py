@@ -18,7 +18,7 @@ from ..context import workspace_override
 from ._capture import HeadTail, drain
 from ._cgroup import Cgroup, cgroup_joiner
 from ._env import child_env, git_identity
-from ._hostrun import Tripwire, host_run_paths
+from ._hostrun import Tripwire
 from ._layout import Layout, SandboxRefused, build_layout, hermes_dirs
 from ._process import SandboxProcess
 from ._rlimits import prlimit_argv, rlimit_setter, rlimit_values
@@ -220,12 +220,14 @@ class Sandbox:
         read_only: Sequence[str | os.PathLike[str]] = (),
         read_write: Sequence[str | os.PathLike[str]] = (),
         background: bool = False,
+        pass_fds: Sequence[int] = (),
     ) -> SandboxProcess:
         """Start ``argv`` in the sandbox and return its ``SandboxProcess`` (call ``release()`` when done with it).
 
         ``cwd`` defaults to the workspace; ``network`` ("on", "off", "host"; True is "on", False "off") to the
         configuration's choice for ``tool``;
-        ``background=True`` ties the process to the sandbox's lifetime rather than the calling thread's.
+        ``background=True`` ties the process to the sandbox's lifetime rather than the calling thread's;
+        ``pass_fds`` are descriptors the command inherits (a channel of the caller's own, say).
         Raises ``SandboxRefused`` (a ``ToolError``) when the walls cannot be built, ``OSError`` when the
         command cannot be started.
         """
@@ -303,7 +305,7 @@ class Sandbox:
                 stderr=stderr,
                 start_new_session=True,
                 preexec_fn=preexec if steps else None,
-                pass_fds=launch.pass_fds,
+                pass_fds=[*launch.pass_fds, *pass_fds],
             )
 
         try:
@@ -358,6 +360,7 @@ class Sandbox:
         read_only: Sequence[str | os.PathLike[str]] = (),
         read_write: Sequence[str | os.PathLike[str]] = (),
         grace: float = 2.0,
+        pass_fds: Sequence[int] = (),
     ) -> RunResult:
         """Run ``argv`` to the end (or ``timeout`` seconds) and return what it did; never leaves a process.
 
@@ -381,6 +384,7 @@ class Sandbox:
             stderr=subprocess.PIPE if split_output else subprocess.STDOUT,
             read_only=read_only,
             read_write=read_write,
+            pass_fds=pass_fds,
         )
         out = HeadTail.of(lim.max_output_bytes or DEFAULT_OUTPUT_BYTES)
         err = HeadTail.of(stderr_bytes or lim.max_output_bytes or DEFAULT_OUTPUT_BYTES)
