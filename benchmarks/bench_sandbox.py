@@ -90,28 +90,39 @@ def file_tool(rounds: int, number: int = 100) -> None:
     )  # guarded: the path guard judges every path
     rule = _paths._HOST_RUN
     never = re.compile(r"(?!)")
-    args = {"path": "src/notes.txt", "content": "hello\n"}
-    assert system.call_outcome("write_file", args).ok
+    calls = {
+        "check_path": None,
+        "read_file": {"path": "src/notes.txt"},
+        "write_file": {"path": "src/notes.txt", "content": "hello\n"},
+    }
+    assert system.call_outcome("write_file", calls["write_file"]).ok
+    target = str(workspace / "src" / "notes.txt")
 
-    def sample(with_rule: bool) -> float:
+    def sample(tool: str, with_rule: bool) -> float:
         _paths._HOST_RUN = rule if with_rule else never
         start = time.perf_counter_ns()
-        for _ in range(number):
-            system.call("write_file", args)
+        if tool == "check_path":
+            for _ in range(number):
+                _paths.check_path(target, "write", workspace)
+        else:
+            for _ in range(number):
+                system.call(tool, calls[tool])
         _paths._HOST_RUN = rule
         return (time.perf_counter_ns() - start) / number / 1000
 
-    times: dict[str, list[float]] = {"write_file before": [], "write_file now": []}
-    for r in range(rounds):
-        for label in list(times) if r % 2 == 0 else list(reversed(times)):
-            times[label].append(sample(label.endswith("now")))
-    report(
-        f"write_file through the pipeline (guard on), {rounds} interleaved rounds of {number} calls",
-        times,
-        "write_file before",
-        "us",
-        50,
-    )
+    for tool in calls:
+        times: dict[str, list[float]] = {f"{tool} before": [], f"{tool} now": []}
+        for r in range(rounds):
+            order = list(times) if r % 2 == 0 else list(reversed(times))
+            for label in order:
+                times[label].append(sample(tool, label.endswith("now")))
+        report(
+            f"{tool} (guard on, the host-run rule off/on), {rounds} interleaved rounds of {number} calls",
+            times,
+            f"{tool} before",
+            "us",
+            50,
+        )
     system.close()
 
 
