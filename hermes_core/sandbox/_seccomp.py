@@ -27,9 +27,13 @@ the call's own processes.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import hashlib
 import os
+import platform
 import threading
+from pathlib import Path
 from typing import Literal
 
 __all__ = ["FilterUnavailable", "filter_program", "seccomp_status"]
@@ -135,22 +139,62 @@ def _build(inet: Inet, unix_sockets: bool) -> bytes:
         os.close(fd)
 
 
+def _cache_file(inet: Inet, unix_sockets: bool) -> Path | None:
+    """Where the program of a variant is kept between processes (hermes's cache: hidden from every sandbox).
+
+    Loading libseccomp looks it up with ``ldconfig`` (tens of milliseconds); the program depends only on
+    this module's rules, the architecture and the variant, which name the file.
+    """
+    try:
+        from .. import paths
+
+        digest = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+        folder = paths.cache_dir() / "seccomp"
+    except OSError:
+        return None
+    return folder / f"{platform.machine()}-{inet}-{int(unix_sockets)}-{digest}.bpf"
+
+
+def _cached(path: Path | None) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return data if data and len(data) % 8 == 0 else None
+
+
+def _keep(path: Path | None, program: bytes) -> None:
+    if path is None:
+        return
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(program)
+        os.replace(tmp, path)
+
+
 def filter_program(inet: Inet = "all", unix_sockets: bool = False) -> bytes:
     """The BPF program (``struct sock_filter`` array) of the filter variant; ``FilterUnavailable`` without
-    libseccomp. Built once per process and variant (about a millisecond)."""
+    libseccomp. Built once per machine and variant, then read from hermes's cache."""
     global _failure
     key = (inet, unix_sockets)
     with _lock:
         program = _programs.get(key)
         if program is not None:
             return program
-        if _failure is not None:
-            raise FilterUnavailable(_failure)
-        try:
-            program = _build(inet, unix_sockets)
-        except FilterUnavailable as exc:
-            _failure = str(exc)
-            raise
+        cache = _cache_file(inet, unix_sockets)
+        program = _cached(cache)
+        if program is None:
+            if _failure is not None:
+                raise FilterUnavailable(_failure)
+            try:
+                program = _build(inet, unix_sockets)
+            except FilterUnavailable as exc:
+                _failure = str(exc)
+                raise
+            _keep(cache, program)
         _programs[key] = program
         return program
 
