@@ -33,7 +33,9 @@ Code that runs commands for a sandbox by other means (an environment that keeps 
 network: ``namespace, proxy = box.egress()`` gives the ``NetNamespace`` to join (``namespace.enter_argv()``
 as a launcher prefix, ``namespace.enterer()`` between fork and exec; None on Landlock's fallback, where
 ``proxy.port`` on the host's loopback is the one port allowed) and ``proxy_env(port)`` the variables that
-point tools at the proxy; ``filter_program(inet, unix_sockets)`` is the filter's BPF program.
+point tools at the proxy; ``filter_program(inet, unix_sockets)`` is the filter's BPF program; and
+``box.is_host_run(path)`` (or ``host_run_match``) says whether a file operation would write a file the host
+runs later, so it can ask first as the file tools do.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from typing import Any
 from ..context import calls_in_workspace
 from ._capture import strip_ansi
 from ._env import child_env, is_secret_name
+from ._hostrun import host_run_match
 from ._layout import HOME_SECRETS, Layout, SandboxRefused, hermes_dirs
 from ._netns import NetNamespace
 from ._process import SandboxProcess
@@ -94,6 +97,7 @@ __all__ = [
     "choose_backend",
     "filter_program",
     "hermes_dirs",
+    "host_run_match",
     "is_secret_name",
     "proxy_env",
     "report",

@@ -18,7 +18,7 @@ from ..context import workspace_override
 from ._capture import HeadTail, drain
 from ._cgroup import Cgroup, cgroup_joiner
 from ._env import child_env, git_identity
-from ._hostrun import Tripwire
+from ._hostrun import Tripwire, host_run_match
 from ._layout import Layout, SandboxRefused, build_layout, hermes_dirs
 from ._process import SandboxProcess
 from ._rlimits import prlimit_argv, rlimit_setter, rlimit_values
@@ -146,6 +146,12 @@ class Sandbox:
             env.setdefault(key, value)
         return env
 
+    def is_host_run(self, path: str | os.PathLike[str]) -> bool:
+        """Whether ``path`` is a file the host runs later (``[sandbox] host_run``) in a writable root: code
+        that writes files for this sandbox by other means (an environment's file operations) asks first."""
+        layout = self.layout()
+        return host_run_match(path, layout.read_write, self.settings.host_run)
+
     def limits(self, limits: Limits | None = None) -> Limits:
         """The configured limits with ``limits`` (the call's own) on top."""
         return self.settings.limits.merged(limits)
@@ -264,7 +270,7 @@ class Sandbox:
             if host_run
             else None
         )
-        pinned = tripwire.found if tripwire is not None and choice.name == "bwrap" else []
+        pinned: list[Path] = tripwire.found if tripwire is not None and choice.name == "bwrap" else []
         launch = choice.backend.prepare(
             layout,
             list(argv),
