@@ -366,8 +366,13 @@ def terminal(
         )
     elif result.limit == "processes":
         lines.append(
-            f"[killed: the command started more than {limits.max_processes} processes at once "
+            f"[killed: the command started more than {box.limits(limits).max_processes} processes at once "
             f"({result.kill_note})]"
+        )
+    elif result.limit == "disk":
+        lines.append(
+            f"[killed: the command filled the disk below the sandbox's floor of "
+            f"{box.limits(limits).min_free_mb} MB free ({result.kill_note})]"
         )
     else:
         lines.append(f"[exit code {result.exit_code}; {result.duration:.2f}s]")
@@ -379,6 +384,11 @@ def terminal(
         )
     if result.omitted:
         lines.append(f"[output capped: {result.omitted} bytes omitted from the middle]")
+    if result.quarantined:
+        lines.append(
+            "[files the host would run later were planted and have been undone (the sandbox keeps them "
+            "read-only; ask the user to make such changes): " + "; ".join(result.quarantined) + "]"
+        )
     return "\n".join(lines)
 
 

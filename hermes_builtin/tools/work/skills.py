@@ -7,6 +7,10 @@ skill overrides a bundled one of the same name. A skill may sit in a category fo
 (``<root>/<category>/<name>/SKILL.md``); names are unique across categories. Listing shows only names and
 descriptions; the body is loaded on demand (progressive disclosure). What ``skill_manage`` saves passes the
 skills guard (``_skills_guard``) first.
+
+User skills are private data (they hold what the user and the model wrote down). A call whose selection
+cannot manage skills (``skill_manage`` not enabled, as in ``hermes-webhook``, the toolset for untrusted
+input) reads the bundled skills only: a user skill is neither listed nor loadable there.
 """
 
 from __future__ import annotations
@@ -145,15 +149,22 @@ def _scan(root: Path, bundled: bool) -> dict[str, Skill]:
     return found
 
 
+def _reads_user_skills(context: CallContext) -> bool:
+    """Whether this call may see user skills: only where the selection may manage them too."""
+    return context.enabled is None or "skill_manage" in context.enabled
+
+
 def _all_skills(context: CallContext) -> dict[str, Skill]:
     skills = _scan(BUNDLED_DIR, True)
-    skills.update(_scan(_user_root(context), False))
+    if _reads_user_skills(context):
+        skills.update(_scan(_user_root(context), False))
     return dict(sorted(skills.items()))
 
 
 def _find(context: CallContext, name: str) -> Skill:
     _check_name(name)
-    skill = _scan(_user_root(context), False).get(name) or _scan(BUNDLED_DIR, True).get(name)
+    user = _scan(_user_root(context), False).get(name) if _reads_user_skills(context) else None
+    skill = user or _scan(BUNDLED_DIR, True).get(name)
     if skill is None:
         raise ToolError(f"no skill named {name!r}; skills_list shows the available ones")
     return skill
