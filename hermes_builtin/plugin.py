@@ -20,6 +20,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "work.cronjob",
     "execution.code_execution",
     "work.agents",
+    "work.tool_search",
     # media, messaging and platform services
     "services.image_generation",
     "services.video_generation",
