@@ -98,6 +98,7 @@ class Host(Protocol):
         session_id: str | None = None,
         available: frozenset[str] | None = None,
         load: bool = True,
+        everything: bool = False,
     ) -> SearchResult: ...
 
     def call_outcome(
@@ -236,6 +237,7 @@ class SystemHost:
         session_id: str | None = None,
         available: frozenset[str] | None = None,
         load: bool = True,
+        everything: bool = False,
     ) -> SearchResult:
         return self._system.search_tools(
             query,
@@ -245,6 +247,7 @@ class SystemHost:
             session_id=session_id,
             available=available,
             load=load,
+            everything=everything,
         )
 
     def call_outcome(

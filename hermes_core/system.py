@@ -419,14 +419,15 @@ class ToolSystem:
         session_id: str | None = None,
         available: frozenset[str] | None = None,
         load: bool = True,
+        everything: bool = False,
     ) -> SearchResult:
         """Search the deferrable tools of a selection (``available``, else ``enabled``/``disabled``) for
         ``query``, or load ``select:NAME,NAME``. With ``load`` the matches are loaded into session
-        ``session_id`` and sent in full on its next turns."""
+        ``session_id`` and sent in full on its next turns; ``everything`` ranks the core tools too."""
         if available is None:
             available = self.selector.select(enabled, disabled, None).runnable
         loaded = self.loaded_tools(session_id) if load else None
-        return self.deferral.search(available, query, max(1, int(limit)), loaded)
+        return self.deferral.search(available, query, max(1, int(limit)), loaded, everything)
 
     def _note_calls(
         self, names: Iterable[str], enabled: Names, disabled: Names, session_id: str | None

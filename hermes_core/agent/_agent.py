@@ -303,7 +303,15 @@ class Agent:
             outcomes.extend(self._run_tools(calls))
 
     def _definitions(self) -> list[dict[str, Any]]:
-        tools = self.system.definitions(self.toolsets, self.disabled, format=self.client.tool_format)
+        # re-rendered every turn for this session: what its tool searches loaded is sent from the next turn on;
+        # an explicit allowed_tools list is small and sent whole
+        tools = self.system.definitions(
+            self.toolsets,
+            self.disabled,
+            format=self.client.tool_format,
+            session_id=self.session_id,
+            search="off" if self.allowed_tools is not None else None,
+        )
         if self.allowed_tools is not None:
             tools = [t for t in tools if _definition_name(t) in self.allowed_tools]
         return tools

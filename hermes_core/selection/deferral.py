@@ -68,6 +68,7 @@ CHARS_PER_TOKEN = 3.5
 DEFAULT_BUDGET = 4_000
 DEFAULT_CORE = ("hermes-core",)
 MAX_LOADED = 64  # names a session remembers as loaded (how many are sent is the budget's business)
+DEFINITIONS_IN_RESULT = 6_000  # characters of parameter schemas a search result carries at most
 _SEARCH_TOOL_TOKENS = 250  # room kept for the search tool's definition when sizing the core
 _CACHED_STATES = 8
 
@@ -196,9 +197,20 @@ class SearchResult:
     searchable: int = 0
     elapsed_ms: float = 0.0
 
-    def message(self, definitions: bool = True) -> dict[str, Any]:
-        """The result as the model reads it."""
-        out: dict[str, Any] = {"tools": [m.as_dict(definitions) for m in self.matches]}
+    def message(self, definitions: bool = True, max_chars: int = DEFINITIONS_IN_RESULT) -> dict[str, Any]:
+        """The result as the model reads it: names and summaries, and the parameters of the best matches as long
+        as they fit in ``max_chars`` (every loaded tool is sent in full with the next turn anyway)."""
+        tools = []
+        room = max_chars if definitions else 0
+        for match in self.matches:
+            item: dict[str, Any] = {"name": match.name, "summary": match.summary}
+            params = match.schema.get("parameters")
+            size = len(json.dumps(params, ensure_ascii=False)) if room and params is not None else 0
+            if params is not None and 0 < size <= room:
+                item["parameters"] = params
+                room -= size
+            tools.append(item)
+        out: dict[str, Any] = {"tools": tools}
         if self.unknown:
             out["unknown"] = self.unknown
         if self.matches:
@@ -232,6 +244,7 @@ class _State:
         "deferrable",
         "fits",
         "index",
+        "index_all",
         "index_lock",
         "key",
         "native",
@@ -253,7 +266,8 @@ class _State:
         self.search_schema: dict[str, Any] = {}
         self.rendered: dict[tuple[str, str], dict[str, Any]] = {}  # (format, name) -> definition
         self.native: dict[str, list[dict[str, Any]]] = {}  # format -> defer_loading definitions
-        self.index: Ranker | None = None
+        self.index: Ranker | None = None  # over the deferrable tools
+        self.index_all: Ranker | None = None  # over every available tool (``hermes tools search``)
         self.index_lock = threading.Lock()
 
 
@@ -485,19 +499,27 @@ class Deferral:
 
     # -- search ------------------------------------------------------------------------------------------
 
-    def ranker(self, state: _State) -> Ranker:
-        if state.index is None:
+    def ranker(self, state: _State, everything: bool = False) -> Ranker:
+        """The ranker over ``state``'s deferrable tools (``everything``: over all its tools), built on first use."""
+        found = state.index_all if everything else state.index
+        if found is None:
             with state.index_lock:
-                if state.index is None:
-                    state.index = self._build_ranker(state)
-        return state.index
+                found = state.index_all if everything else state.index
+                if found is None:
+                    names = state.order if everything else [n for n in state.order if n in state.deferrable]
+                    found = self._build_ranker(state, names)
+                    if everything:
+                        state.index_all = found
+                    else:
+                        state.index = found
+        return found
 
-    def _build_ranker(self, state: _State) -> Ranker:
+    def _build_ranker(self, state: _State, names: Sequence[str]) -> Ranker:
         registry = self.selector.registry
         docs: list[ToolDoc] = []
-        for name in state.order:
+        for name in names:
             entry = registry.get(name)
-            if entry is None or name not in state.deferrable:
+            if entry is None:
                 continue
             schema = self.selector.tool_schema(entry, state.available)
             source = entry.plugin or entry.distribution or ""
@@ -520,22 +542,28 @@ class Deferral:
         return rankers[0] if len(rankers) == 1 else _Fused(rankers)
 
     def search(
-        self, available: frozenset[str], query: str, limit: int, loaded: LoadedTools | None
+        self,
+        available: frozenset[str],
+        query: str,
+        limit: int,
+        loaded: LoadedTools | None,
+        everything: bool = False,
     ) -> SearchResult:
         """Rank the deferred tools of ``available`` for ``query`` (or load ``select:A,B``) and load the matches
-        into ``loaded`` (None: only look)."""
+        into ``loaded`` (None: only look). ``everything`` ranks every tool of the selection, core included."""
         state = self.state(available)
-        result = SearchResult(query=query, searchable=len(state.deferrable))
+        pool = frozenset(state.order) if everything else state.deferrable
+        result = SearchResult(query=query, searchable=len(pool))
         text = query.strip()
         started = time.perf_counter()
         if text.lower().startswith("select:"):
             wanted = [n.strip() for n in text[len("select:") :].split(",") if n.strip()]
-            names = [n for n in wanted if n in state.deferrable]
-            result.unknown = [n for n in wanted if n not in state.deferrable and n not in state.core_sent]
+            names = [n for n in wanted if n in pool]
+            result.unknown = [n for n in wanted if n not in pool and n not in state.core_sent]
             scored = [(n, 1.0) for n in names]
         else:
             try:
-                scored = self.ranker(state).search(text, limit)
+                scored = self.ranker(state, everything).search(text, limit)
             except Exception:
                 log.exception("the tool ranker failed for %r", text)
                 scored = []
@@ -543,7 +571,7 @@ class Deferral:
         registry = self.selector.registry
         for name, score in scored:
             entry = registry.get(name)
-            if entry is None or name not in state.deferrable:
+            if entry is None or name not in pool:
                 continue
             schema = self.selector.tool_schema(entry, available)
             summary = summary_of(str(schema.get("description", "")))

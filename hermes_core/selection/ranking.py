@@ -14,6 +14,7 @@ chooses one, or several fused by reciprocal rank (``[tools] search_ranker``).
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import re
@@ -81,7 +82,9 @@ _WORDS = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|[a-z]+|\d+")
 _STOP_WORDS = (
     "a an and are as at be been by can could do does for from has have how i if in into is it its me my of on "
     "or our please so some that the their them then there these this those to us was we what when where which "
-    "who will with would you your want need let just also any all able using use via per than"
+    "will with would you your want need let just also any all able using use uses via per than did up about "
+    "whole "
+    "across"
 )
 _STOP = frozenset(_STOP_WORDS.split())
 _DOUBLE = frozenset("bdfgklmnprtz")
@@ -122,13 +125,23 @@ def stem(word: str) -> str:
     return word
 
 
+_TERMS: dict[str, str] = {}  # word as written -> its term ("" for a stop word); words repeat a lot
+
+
 def terms(text: str) -> list[str]:
-    """The stemmed terms of ``text``: words split at case changes, digits and punctuation, stop words out."""
+    """The stemmed terms of ``text``: words split at case changes, digits and punctuation, stop words and single
+    letters out."""
     out = []
+    known = _TERMS
     for word in _WORDS.findall(text):
-        word = word.lower()
-        if word not in _STOP:
-            out.append(stem(word))
+        term = known.get(word)
+        if term is None:
+            lower = word.lower()
+            term = "" if lower in _STOP or len(lower) < 2 else stem(lower)
+            if len(known) < 200_000:
+                known[word] = term
+        if term:
+            out.append(term)
     return out
 
 
@@ -202,7 +215,7 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "url": ("link", "page"),
     "click": ("press",),
     "type": ("fill", "input"),
-    "note": ("memory", "observation"),
+    "note": ("memory", "observation", "comment"),
     "remember": ("memory", "save"),
     "forget": ("delete", "memory"),
     "schedule": ("cron", "job"),
@@ -210,7 +223,7 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "every": ("cron", "schedule"),
     "spreadsheet": ("excel", "sheet", "workbook"),
     "sheet": ("worksheet",),
-    "column": ("field",),
+    "column": ("field", "range", "cell"),
     "row": ("record",),
     "log": ("logs",),
     "error": ("issue", "exception"),
@@ -236,7 +249,6 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "voice": ("speech", "audio"),
     "draw": ("image", "generate"),
     "video": ("movie", "clip"),
-    "talk": ("message", "speech"),
     "ask": ("question", "clarify"),
     "user": ("member", "account"),
     "people": ("user", "member"),
@@ -244,15 +256,161 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "team": ("group",),
     "calendar": ("event",),
     "meeting": ("event",),
-    "wiki": ("page",),
     "comment": ("reply", "note"),
     "label": ("tag",),
     "tag": ("label",),
+    # what people say when they mean history, content, state, size, failure...
+    "talk": ("message", "speech", "conversation", "session"),
+    "discuss": ("conversation", "session", "message"),
+    "said": ("message", "conversation", "history"),
+    "conversation": ("session", "message", "chat"),
+    "earlier": ("history", "previous", "past"),
+    "before": ("history", "previous", "version"),
+    "past": ("history", "previous"),
+    "last": ("latest", "recent", "log", "history"),
+    "latest": ("recent", "new"),
+    "news": ("search", "web", "latest"),
+    "inside": ("content", "read"),
+    "content": ("read",),
+    "card": ("task", "kanban", "issue"),
+    "board": ("kanban", "task", "agile"),
+    "loud": ("speech", "audio", "voice"),
+    "aloud": ("speech", "audio", "voice"),
+    "mp3": ("audio", "speech"),
+    "sensor": ("entity", "state", "device"),
+    "temperature": ("sensor", "state"),
+    "device": ("entity",),
+    "done": ("complete", "status", "transition", "finish"),
+    "status": ("state", "transition"),
+    "tab": ("sheet",),
+    "value": ("read", "get", "cell"),
+    "highlight": ("format", "conditional", "color"),
+    "coordinate": ("geocode", "latitude", "longitude", "location"),
+    "height": ("elevation",),
+    "altitude": ("elevation",),
+    "high": ("elevation", "height"),
+    "big": ("size",),
+    "large": ("size",),
+    "many": ("count", "number"),
+    "why": ("failure", "error", "logs", "describe", "analyze"),
+    "fail": ("failure", "error"),
+    "plan": ("prepare", "planning"),
+    "go": ("navigate", "open", "visit"),
+    "visit": ("navigate", "open"),
+    "leave": ("add", "post", "comment"),
+    "hour": ("time", "worklog", "duration"),
+    "work": ("worklog", "task"),
+    "who": ("user", "member", "assign", "whoami"),
+    "wiki": ("page", "space", "confluence", "notion"),
+    "cell": ("range", "sheet"),
+    "drive": ("directions", "route", "distance"),
+    "route": ("directions",),
+    "distance": ("directions", "matrix"),
+    "combine": ("aggregate", "merge", "mixture"),
+    "unstage": ("reset",),
+    "mistake": ("undo", "revert", "reset"),
+    "pick": ("select", "option", "choose"),
+    "choose": ("select", "option"),
+    "dropdown": ("select", "option"),
+    "address": ("geocode", "location"),
+    "research": ("search", "paper", "report"),
+    "attach": ("upload", "attachment"),
+    "pull": ("import", "fetch"),
 }
-_SYNONYM_STEMS: dict[str, tuple[str, ...]] = {
-    stem(k): tuple(dict.fromkeys(stem(w) for w in v)) for k, v in _SYNONYMS.items()
+# The same relation seen from the tools' side: each word tools are named and described with, and the everyday
+# words people use for it. Written by going through the verbs and nouns of tool names, not from any query.
+_CONCEPTS: dict[str, str] = {
+    "create": "make new add jot spin setup build generate raise file register compose draft open",
+    "delete": "remove erase drop destroy trash discard throw rid wipe purge clear uninstall scrap nuke",
+    "update": "change modify edit alter set tweak adjust fix correct bump replace",
+    "list": "show which all every enumerate browse see display overview inventory",
+    "get": "show fetch retrieve grab read view see check look inspect print details info what",
+    "search": "find look grep locate hunt query lookup seek discover scan mentioning",
+    "read": "open view show see print cat inside content contents lines look",
+    "write": "save store put record dump output jot",
+    "run": "execute start launch kick trigger invoke fire perform",
+    "stop": "halt kill terminate end cancel abort pause shut",
+    "send": "post tell notify ping announce share dm broadcast say",
+    "message": "tell notify ping chat dm text announce say",
+    "comment": "note reply remark feedback respond",
+    "issue": "ticket bug task problem defect story card",
+    "memory": "remember jot note recall forget fact preference",
+    "todo": "checklist pending tasks agenda",
+    "cron": "remind reminder schedule every daily weekly nightly hourly later recurring periodically routine",
+    "time": "now today date clock hour timezone",
+    "file": "document doc txt path",
+    "directory": "folder dir tree",
+    "image": "picture photo pic screenshot drawing illustration graphic png jpg",
+    "speech": "voice loud aloud spoken audio mp3 narrate say read",
+    "video": "clip movie film animation",
+    "navigate": "go visit open load browse",
+    "click": "press tap hit",
+    "type": "enter fill input write",
+    "screenshot": "capture snapshot picture grab",
+    "page": "site website webpage url link wiki article",
+    "directions": "drive route travel commute walk",
+    "place": "restaurant cafe shop store business venue hotel bar",
+    "geocode": "coordinates latitude longitude location address",
+    "details": "rating hours phone reviews info information",
+    "user": "who people person member account colleague teammate",
+    "assign": "reassign owner responsible",
+    "transition": "move done close resolve status progress reopen",
+    "log": "history logs output printed trace",
+    "diff": "changed change difference compare between",
+    "reset": "undo revert unstage discard throw",
+    "checkout": "switch discard restore throw",
+    "deployment": "deploy app release",
+    "rollout": "restart rollback redeploy roll",
+    "scale": "replicas instances resize",
+    "patch": "tag tweak",
+    "helm": "chart release package",
+    "database": "db mongo sql table collection",
+    "count": "many number total",
+    "size": "big large disk space storage usage much",
+    "storage": "disk space size usage",
+    "many": "every all bulk batch",
+    "entity": "device sensor light lamp switch door lock thermostat fan plug",
+    "service": "turn switch lock unlock",
+    "state": "temperature reading status level value",
+    "hover": "mouse over point",
+    "evaluate": "javascript js script code",
+    "drag": "move drop",
+    "select": "pick choose dropdown option",
+    "upload": "attach attachment put",
+    "download": "save export fetch",
+    "import": "load pull bring ingest",
+    "export": "save dump download output",
+    "extract": "text content article scrape main",
+    "web": "news google internet online",
+    "monitor": "watch track alert observe",
+    "version": "release",
+    "watcher": "watching following subscriber",
+    "worklog": "hours spent",
+    "sheet": "tab worksheet spreadsheet",
+    "range": "cells cell rows column area",
+    "row": "lines records entries",
+    "chart": "graph plot visualize visualise",
+    "format": "highlight color colour bold style",
+    "terminal": "shell command bash rm mkdir",
 }
-_SYNONYM_WEIGHT = 0.35
+
+
+def _synonym_stems() -> dict[str, tuple[str, ...]]:
+    merged: dict[str, list[str]] = {}
+    for word, others in _SYNONYMS.items():
+        merged.setdefault(stem(word), []).extend(stem(o) for o in others)
+    for tool_word, everyday in _CONCEPTS.items():
+        for word in everyday.split():
+            merged.setdefault(stem(word), []).append(stem(tool_word))
+    return {k: tuple(dict.fromkeys(o for o in v if o != k)) for k, v in merged.items()}
+
+
+_SYNONYM_STEMS = _synonym_stems()
+_FILE_NAME = re.compile(
+    r"\b[\w-]+\.(?:py|js|ts|tsx|jsx|md|txt|json|ya?ml|toml|html?|css|csv|xml|ini|cfg|sh|go|rs|java|c|h|cpp|rb|php|sql|log)\b",
+    re.I,
+)
+_SYNONYM_WEIGHT = 0.6
 
 # Field weights: a word in the name says most about what a tool does.
 _NAME_WEIGHT = 3.0
@@ -262,7 +420,12 @@ _PARAM_NAME_WEIGHT = 0.6
 _PARAM_DESCRIPTION_WEIGHT = 0.3
 _GROUP_WEIGHT = 0.8  # toolset and source
 _K1 = 1.2
-_B = 0.6
+_B = 0.75
+NAME_BONUS = 1.5
+COORD_FLOOR = 0.5
+GROUP_BONUS = 0.5
+_PREFIX_WEIGHT = 0.5
+_RESCORED = 40
 
 
 def _first_sentence(text: str) -> str:
@@ -291,6 +454,19 @@ def _weighted_terms(doc: ToolDoc) -> dict[str, float]:
     return tf
 
 
+_DOC_TERMS: dict[ToolDoc, dict[str, float]] = {}  # a rebuilt index (one MCP server reconnected) reuses these
+
+
+def _doc_terms(doc: ToolDoc) -> dict[str, float]:
+    found = _DOC_TERMS.get(doc)
+    if found is None:
+        found = _weighted_terms(doc)
+        if len(_DOC_TERMS) >= 50_000:
+            _DOC_TERMS.clear()
+        _DOC_TERMS[doc] = found
+    return found
+
+
 class BM25Ranker:
     """Fielded BM25 over the tools' names, descriptions, parameters, toolsets and sources (see the module)."""
 
@@ -298,7 +474,7 @@ class BM25Ranker:
 
     def __init__(self, docs: Sequence[ToolDoc]) -> None:
         self.names = [d.name for d in docs]
-        weighted = [_weighted_terms(d) for d in docs]
+        weighted = [_doc_terms(d) for d in docs]
         lengths = [sum(tf.values()) for tf in weighted]
         count = len(docs)
         average = (sum(lengths) / count) if count else 1.0
@@ -314,22 +490,50 @@ class BM25Ranker:
                 idf = math.log(1 + (count - df + 0.5) / (df + 0.5))
                 postings.setdefault(term, {})[number] = idf * f * (_K1 + 1) / (f + norm)
         self._postings = postings
+        self._name_terms = [frozenset(terms(d.name)) for d in docs]
+        self._group_terms = [frozenset(terms(f"{d.toolset.removeprefix('mcp-')} {d.source}")) for d in docs]
+        self._vocabulary = sorted(postings)
         # a term in more tools than this only re-scores the candidates rarer terms found
-        self._common = max(64, count // 8)
+        self._common = max(64, count // 20)
 
     def _query(self, query: str) -> dict[str, float]:
         wanted: dict[str, float] = {}
         for term in terms(query):
             wanted[term] = wanted.get(term, 0.0) + 1.0
+        if _FILE_NAME.search(query):  # "main.py": a file
+            wanted.setdefault("file", _SYNONYM_WEIGHT)
         for term in list(wanted):
             for other in _SYNONYM_STEMS.get(term, ()):
                 if other not in wanted:
                     wanted[other] = _SYNONYM_WEIGHT
+            if len(term) >= 4:  # "mongo" finds "mongodb", "kube" finds "kubernetes"
+                for other in self._completions(term):
+                    if other not in wanted:
+                        wanted[other] = _PREFIX_WEIGHT
+            for prefix in ("re", "un"):  # reassign -> assign, rerun -> run, uncommitted -> commit
+                base = term[2:]
+                if (
+                    term.startswith(prefix)
+                    and len(base) > 3
+                    and base in self._postings
+                    and base not in wanted
+                ):
+                    wanted[base] = _PREFIX_WEIGHT
         return wanted
+
+    def _completions(self, prefix: str, most: int = 3) -> list[str]:
+        vocabulary = self._vocabulary
+        out = []
+        at = bisect.bisect_right(vocabulary, prefix)
+        while at < len(vocabulary) and len(out) < most and vocabulary[at].startswith(prefix):
+            out.append(vocabulary[at])
+            at += 1
+        return out
 
     def search(self, query: str, limit: int) -> list[tuple[str, float]]:
         postings = self._postings
-        found = [(postings[t], w) for t, w in self._query(query).items() if t in postings]
+        wanted = self._query(query)
+        found = [(postings[t], w) for t, w in wanted.items() if t in postings]
         if not found or limit < 1:
             return []
         found.sort(key=lambda item: len(item[0]))
@@ -349,9 +553,27 @@ class BM25Ranker:
                 get = scores.get
                 for doc, value in plist.items():
                     scores[doc] = get(doc, 0.0) + value * weight
-        best = heapq.nlargest(limit, scores.items(), key=itemgetter(1))
+        best = heapq.nlargest(max(limit * 8, _RESCORED), scores.items(), key=itemgetter(1))
+        best = self._rescore(best, wanted)
         names = self.names
-        return [(names[doc], score) for doc, score in best]
+        return [(names[doc], score) for doc, score in best[:limit]]
+
+    def _rescore(self, best: list[tuple[int, float]], wanted: dict[str, float]) -> list[tuple[int, float]]:
+        """The leading candidates again, with two signals BM25 lacks: how much of the tool's name the query
+        covers (names are the tools' tersest summaries), and how many of the words typed the tool matched."""
+        postings = self._postings
+        typed = [t for t, w in wanted.items() if w >= 1.0]
+        out = []
+        for doc, score in best:
+            name = self._name_terms[doc]
+            covered = sum(wanted.get(t, 0.0) for t in name) / len(name) if name else 0.0
+            matched = sum(1 for t in typed if doc in postings.get(t, ()))
+            coord = matched / len(typed) if typed else 1.0
+            named = any(t in wanted for t in self._group_terms[doc])  # the query names the tool's service
+            score *= (1 + NAME_BONUS * min(covered, 1.0)) * (COORD_FLOOR + (1 - COORD_FLOOR) * coord)
+            out.append((doc, score * (1 + GROUP_BONUS) if named else score))
+        out.sort(key=itemgetter(1), reverse=True)
+        return out
 
 
 def fuse(rankings: Iterable[list[tuple[str, float]]], limit: int, k: float = 60.0) -> list[tuple[str, float]]:
