@@ -523,7 +523,7 @@ class BM25Ranker:
 
     def _completions(self, prefix: str, most: int = 3) -> list[str]:
         vocabulary = self._vocabulary
-        out = []
+        out: list[str] = []
         at = bisect.bisect_right(vocabulary, prefix)
         while at < len(vocabulary) and len(out) < most and vocabulary[at].startswith(prefix):
             out.append(vocabulary[at])

@@ -107,7 +107,9 @@ def test_search_loads_tools_into_that_session_only(make: MakeSystem) -> None:
     assert first["summary"] and first["parameters"]["properties"]["title"]
     assert "github_create_issue" in names(system.definitions(session_id="s1"))
     assert "github_create_issue" not in names(system.definitions(session_id="s2"))
-    assert "github_create_issue" not in names(system.definitions())  # the system's own session searched nothing
+    assert "github_create_issue" not in names(
+        system.definitions()
+    )  # the system's own session searched nothing
     stats = system.loaded_tools("s1").stats()
     assert stats["searches"] == 1 and "github_create_issue" in stats["loaded"]
     system.close_session("s1")
@@ -168,9 +170,7 @@ def test_least_recently_used_loaded_tools_drop_out_past_the_budget(make: MakeSys
 
 
 def test_core_tools_past_the_budget_become_searchable(make: MakeSystem) -> None:
-    system = make(
-        tools_config={"search_core": ["mcp-playwright-ea", "file"], "search_budget": 1_500}
-    )
+    system = make(tools_config={"search_core": ["mcp-playwright-ea", "file"], "search_budget": 1_500})
     sent = system.definitions()
     assert sent_tokens(sent) <= 1_500
     left_out = [n for n in system.available() if n.startswith("playwright_") and n not in names(sent)]
@@ -187,9 +187,7 @@ def test_disabling_the_search_tool_turns_deferral_off(make: MakeSystem) -> None:
 
 
 def test_the_search_answers_only_from_the_callers_selection(make: MakeSystem) -> None:
-    system = make(
-        enabled=["file", "terminal", "mcp-github"], tools_config={"search": "on"}
-    )
+    system = make(enabled=["file", "terminal", "mcp-github"], tools_config={"search": "on"})
     found = search(system, "list kubernetes pods")
     assert all(not t["name"].endswith("pods") for t in found["tools"])
     assert all(t["name"] in system.available() for t in found["tools"])
