@@ -288,31 +288,51 @@ class Deferral:
         self.settings = settings
         self._rankers = rankers
         self._states: OrderedDict[tuple[Any, ...], _State] = OrderedDict()
-        self._core: tuple[tuple[int, int], frozenset[str]] | None = None
+        self._core: tuple[tuple[int, int], tuple[str, ...]] | None = None
         self._lock = threading.Lock()
         self._warned: set[tuple[str, ...]] = set()
         self.active = False  # set once some definitions were deferred: calls are noted from then on
 
     # -- layout ------------------------------------------------------------------------------------------
 
-    def core_names(self) -> frozenset[str]:
-        """The configured core, resolved to tool names (unknown names are ignored with a warning once)."""
+    def core_names(self) -> tuple[str, ...]:
+        """The configured core as tool names, in priority order: the order of ``[tools] search_core``, a composite
+        toolset's own order within it (``hermes-core`` lists its tools most needed first), registration order
+        within an atomic toolset. Unknown names are ignored with a warning once."""
         registry, toolsets = self.selector.registry, self.selector.toolsets
         stamp = (registry.generation, toolsets.version)
         if self._core is not None and self._core[0] == stamp:
             return self._core[1]
         from .toolsets import ToolsetError
 
-        names: set[str] = set()
+        composites = toolsets.composites()
+        atomic = registry.toolsets()
+        ordered: dict[str, None] = {}
+
+        def add(item: str, seen: frozenset[str]) -> None:
+            composite = composites.get(item)
+            if composite is not None and item not in seen:
+                for name in composite.tools:
+                    ordered.setdefault(name, None)
+                for inner in composite.includes:
+                    add(inner, seen | {item})
+            elif item in atomic:
+                for name in atomic[item]:
+                    ordered.setdefault(name, None)
+            else:
+                for name in sorted(toolsets.resolve([item])):  # "all" or a single tool
+                    ordered.setdefault(name, None)
+
         for item in self.settings.core:
             try:
-                names |= toolsets.resolve([item])
+                toolsets.resolve([item])  # unknown names raise here
             except ToolsetError:
                 if ("core", item) not in self._warned:
                     self._warned.add(("core", item))
                     log.warning("[tools] search_core names %r, which is neither a toolset nor a tool", item)
-        names.discard(SEARCH_TOOL)
-        core = frozenset(names)
+                continue
+            add(item, frozenset())
+        core = tuple(n for n in ordered if n != SEARCH_TOOL and n in registry)
         self._core = (stamp, core)
         return core
 
@@ -359,8 +379,9 @@ class Deferral:
         sent: list[str] = []
         left_out: list[str] = []
         used = 0
-        for entry in entries:
-            if entry.name not in core:
+        for name in core:
+            entry = registry.get(name)
+            if entry is None or name not in available:
                 continue
             size = self._tokens(state, entry)
             if used + size <= room:
@@ -376,6 +397,8 @@ class Deferral:
                 ", ".join(left_out),
                 budget,
             )
+        position = {name: number for number, name in enumerate(state.order)}
+        sent.sort(key=position.__getitem__)  # sent in registration order, like everything else
         state.core_sent = tuple(sent)
         state.core_tokens = used
         sent_names = set(sent)

@@ -178,6 +178,15 @@ def test_core_tools_past_the_budget_become_searchable(make: MakeSystem) -> None:
     assert search(system, f"select:{left_out[0]}")["tools"]
 
 
+def test_the_core_is_kept_in_the_order_it_is_named(make: MakeSystem) -> None:
+    first = make(tools_config={"search_core": ["git_status", "mcp-playwright-ea"], "search_budget": 1_500})
+    sent = names(first.definitions())
+    assert "git_status" in sent and "playwright_navigate" in sent  # named first: kept
+    assert "playwright_click_and_switch_tab" not in sent  # the end of the toolset did not fit
+    last = make(tools_config={"search_core": ["mcp-playwright-ea", "git_status"], "search_budget": 1_500})
+    assert "git_status" not in names(last.definitions())
+
+
 def test_disabling_the_search_tool_turns_deferral_off(make: MakeSystem) -> None:
     system = make()
     sent = names(system.definitions(disabled_tools=[SEARCH_TOOL]))
