@@ -88,6 +88,7 @@ class ToolSystem:
             owner=self,
         )
         self.search_settings = SearchSettings.from_config(self.config)
+        self._search_mode = self.search_settings.mode
         self.deferral = Deferral(self.selector, self.search_settings, self._tool_rankers)
         self._rankers: dict[str, Any] | None = None
         from .pipeline import Pipeline
@@ -395,12 +396,15 @@ class ToolSystem:
         """
         selector = self.selector
         sel = selector.select(enabled, disabled, disabled_tools)
-        mode = self.search_settings.mode if search is None else search
+        mode = search or self._search_mode
         deferred = sel.deferred.get(mode)
+        if deferred is False:  # the common case: everything fits (or search is off)
+            rendered = sel.rendered.get(format)
+            return list(rendered if rendered is not None else selector.definitions(sel, format))
         if deferred is None:
             deferred = sel.deferred[mode] = self.deferral.defers(sel, self.deferral.mode(mode))
-        if not deferred:
-            return list(selector.definitions(sel, format))
+            if not deferred:
+                return list(selector.definitions(sel, format))
         session = self.sessions.peek(session_id or self.session_id)
         loaded = session.peek(_LOADED) if session is not None else None
         return list(self.deferral.definitions(sel, format, loaded))
