@@ -10,7 +10,7 @@ Printed:
 - recall@1, recall@5 and MRR@10 of the built-in ranker over the whole catalog, side by side with a baseline
   ranker (a plain count of the query's words found in each tool's name and description, no index);
 - tokens of the definitions sent per turn with search off (everything) and on (core + ``tool_search`` + the
-  tools a search loaded), estimated (3.5 characters per token) and, where a tokenizer is installed (``pip
+  tools a search loaded), estimated (``hermes_core.selection.estimate_tokens``) and, where a tokenizer is installed (``pip
   install bpe-openai``), counted with OpenAI's o200k encoding;
 - ``tool_search`` latency (the ranking alone, and the whole call through the pipeline) at 500 and 10,000 tools,
   the baseline interleaved, min / median / p95 over every query, and the time to build the index once.
@@ -107,7 +107,11 @@ def turn_tokens(
     def size(definitions: list[dict[str, Any]]) -> tuple[int, int | None]:
         sent = [d for d in definitions if not d.get("defer_loading")]
         estimate = sum(estimate_tokens(d) for d in sent)
-        return estimate, count(json.dumps(sent)) if count else None
+        if count is None:
+            return estimate, None
+        if len(sent) > 200:  # too long for one encode: per definition (within a few tokens of the whole)
+            return estimate, sum(count(json.dumps(d)) for d in sent)
+        return estimate, count(json.dumps(sent))
 
     off = size(system.definitions(search="off"))
     on: list[tuple[int, int | None]] = []
