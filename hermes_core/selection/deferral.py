@@ -307,6 +307,7 @@ class Deferral:
         self.settings = settings
         self._rankers = rankers
         self._states: OrderedDict[tuple[Any, ...], _State] = OrderedDict()
+        self._seen: dict[int, tuple[frozenset[str], _State]] = {}
         self._core: tuple[tuple[int, int], tuple[str, ...]] | None = None
         self._lock = threading.Lock()
         self._warned: set[tuple[str, ...]] = set()
@@ -358,9 +359,14 @@ class Deferral:
     def state(self, available: frozenset[str]) -> _State:
         """The layout for ``available`` (cached per registry generation, toolsets version and tool set)."""
         registry = self.selector.registry
-        key = (registry.generation, self.selector.toolsets.version, available)
+        stamp = (registry.generation, self.selector.toolsets.version)
+        seen = self._seen.get(id(available))
+        if seen is not None and seen[0] is available and seen[1].key[:2] == stamp:
+            return seen[1]  # this very set was looked up before: no comparison of thousands of names
+        key = (*stamp, available)
         found = self._states.get(key)
         if found is not None:
+            self._remember(available, found)
             return found
         with self._lock:
             found = self._states.get(key)
@@ -369,7 +375,13 @@ class Deferral:
                 self._states[key] = found
                 while len(self._states) > _CACHED_STATES:
                     self._states.popitem(last=False)
+            self._remember(available, found)
             return found
+
+    def _remember(self, available: frozenset[str], state: _State) -> None:
+        if len(self._seen) >= 4 * _CACHED_STATES:
+            self._seen.clear()
+        self._seen[id(available)] = (available, state)  # the set is held, so its id stays its own
 
     def _tokens(self, state: _State, entry: ToolEntry) -> int:
         size = state.tokens.get(entry.name)
@@ -645,6 +657,7 @@ class Deferral:
         """Drop every cached layout and index (the ranker plugins or settings changed)."""
         with self._lock:
             self._states.clear()
+            self._seen.clear()
             self._core = None
 
 

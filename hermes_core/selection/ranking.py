@@ -426,6 +426,7 @@ COORD_FLOOR = 0.5
 GROUP_BONUS = 0.5
 _PREFIX_WEIGHT = 0.5
 _RESCORED = 40
+_DEPTH = 200  # postings of one term walked to find candidates
 
 
 def _first_sentence(text: str) -> str:
@@ -493,8 +494,7 @@ class BM25Ranker:
         self._name_terms = [frozenset(terms(d.name)) for d in docs]
         self._group_terms = [frozenset(terms(f"{d.toolset.removeprefix('mcp-')} {d.source}")) for d in docs]
         self._vocabulary = sorted(postings)
-        # a term in more tools than this only re-scores the candidates rarer terms found
-        self._common = max(64, count // 20)
+        self._top: dict[str, list[tuple[int, float]]] = {}  # the heaviest postings of frequent terms
 
     def _query(self, query: str) -> dict[str, float]:
         wanted: dict[str, float] = {}
@@ -530,29 +530,33 @@ class BM25Ranker:
             at += 1
         return out
 
+    def _leaders(self, term: str, plist: dict[int, float]) -> Sequence[tuple[int, float]]:
+        """A term's postings for finding candidates: all of them, or for a term in many tools its
+        ``_DEPTH`` heaviest (their exact scores are added up again for the candidates afterwards)."""
+        if len(plist) <= _DEPTH:
+            return plist.items()  # type: ignore[return-value]
+        top = self._top.get(term)
+        if top is None:
+            top = self._top[term] = heapq.nlargest(_DEPTH, plist.items(), key=itemgetter(1))
+        return top
+
     def search(self, query: str, limit: int) -> list[tuple[str, float]]:
         postings = self._postings
         wanted = self._query(query)
-        found = [(postings[t], w) for t, w in wanted.items() if t in postings]
+        found = [(term, postings[term], w) for term, w in wanted.items() if term in postings]
         if not found or limit < 1:
             return []
-        found.sort(key=lambda item: len(item[0]))
         scores: dict[int, float] = {}
-        common = self._common
-        for plist, weight in found:
-            if len(plist) > common and len(scores) >= limit:
-                for doc in scores:
-                    extra = plist.get(doc)
-                    if extra is not None:
-                        scores[doc] += extra * weight
-            elif weight == 1.0:
-                get = scores.get
-                for doc, value in plist.items():
-                    scores[doc] = get(doc, 0.0) + value
-            else:
-                get = scores.get
-                for doc, value in plist.items():
-                    scores[doc] = get(doc, 0.0) + value * weight
+        get = scores.get
+        truncated = False
+        for term, plist, weight in found:
+            leaders = self._leaders(term, plist)
+            truncated = truncated or len(leaders) < len(plist)
+            for doc, value in leaders:
+                scores[doc] = get(doc, 0.0) + value * weight
+        if truncated:  # exact scores for the leading candidates
+            leading = heapq.nlargest(max(limit * 8, _RESCORED), scores, key=scores.__getitem__)
+            scores = {d: sum(p.get(d, 0.0) * w for _, p, w in found) for d in leading}
         best = heapq.nlargest(max(limit * 8, _RESCORED), scores.items(), key=itemgetter(1))
         best = self._rescore(best, wanted)
         names = self.names
