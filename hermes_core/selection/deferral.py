@@ -632,7 +632,8 @@ class Deferral:
             result.matches.append(ToolMatch(name, summary, round(float(score), 4), entry.toolset, schema))
         if loaded is not None:
             names = [m.name for m in result.matches]
-            result.loaded = loaded.load(names) if names else []
+            # the best match is loaded last: the most recently used, so the last to drop out of the budget
+            result.loaded = loaded.load(reversed(names))[::-1] if names else []
             if text.lower().startswith("select:"):
                 loaded.selected += len(result.loaded)
             else:
