@@ -159,7 +159,7 @@ class ToolSystem:
             host=self._host,
             ask_user=ask_user if ask_user is not None else self.ask_user,
             guard=self._guard,
-            enabled=enabled,
+            enabled=self.selector.selected(enabled),
             approver=approver,
         )
 
@@ -429,7 +429,7 @@ class ToolSystem:
         ``query``, or load ``select:NAME,NAME``. With ``load`` the matches are loaded into session
         ``session_id`` and sent in full on its next turns; ``everything`` ranks the core tools too."""
         if available is None:
-            available = self.selector.select(enabled, disabled, None).runnable
+            available = self.selector.select(enabled, disabled, None).available
         loaded = self.loaded_tools(session_id) if load else None
         return self.deferral.search(available, query, max(1, int(limit)), loaded, everything)
 
@@ -437,7 +437,7 @@ class ToolSystem:
         self, names: Iterable[str], enabled: Names, disabled: Names, session_id: str | None
     ) -> None:
         """Calls of deferred tools by exact name load them into the session (and are counted)."""
-        available = self.selector.select(enabled, disabled, None).runnable
+        available = self.selector.select(enabled, disabled, None).available
         loaded = self.loaded_tools(session_id)
         for name in names:
             if isinstance(name, str) and name in available:

@@ -490,13 +490,13 @@ class Deferral:
             return False
         if mode == "on":
             return True
-        return not self._fits(self.state(sel.runnable))
+        return not self._fits(self.state(sel.available))
 
     def definitions(self, sel: Selection, format: str, loaded: LoadedTools | None) -> list[dict[str, Any]]:
         """What one turn sends when the selection is deferred: core, the search tool, the loaded tools (client
         side); for Anthropic with ``native``, also every other tool with ``defer_loading``."""
         self.active = True
-        state = self.state(sel.runnable)
+        state = self.state(sel.available)
         version = loaded.version if loaded is not None else -1
         key = (state.key, format, version, self.settings.native)
         if loaded is not None and loaded.cache is not None and loaded.cache[0] == key:

@@ -92,6 +92,7 @@ class Selector:
         self._config_disabled_tools = tuple(config_disabled_tools)
         self._owner = owner
         self._selections: dict[tuple[Any, ...], Selection] = {}
+        self._selected_of: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
         self._default: Selection | None = None
 
     def select(self, enabled: Names, disabled: Names, disabled_tools: Names) -> Selection:
@@ -117,6 +118,11 @@ class Selector:
         return sel
 
     __call__ = select
+
+    def selected(self, runnable: frozenset[str]) -> frozenset[str]:
+        """The ``available`` set of the selection whose ``runnable`` set this is (itself when they are one)."""
+        found = self._selected_of.get(id(runnable))
+        return found[1] if found is not None and found[0] is runnable else runnable
 
     def select_for_calls(self, enabled: Names, disabled: Names, disabled_tools: Names) -> Runnable:
         """What a call with this selection may run (the pipeline's view of ``select``)."""
@@ -149,6 +155,10 @@ class Selector:
             runnable = available | {SEARCH_TOOL}
         sel.runnable = runnable
         sel.for_calls = Runnable(runnable, hidden)
+        if runnable is not available:  # a call's context lists what it selected, not the search tool
+            if len(self._selected_of) > 512:
+                self._selected_of.clear()
+            self._selected_of[id(runnable)] = (runnable, available)
         if (
             prior is not None
             and (prior.generation, prior.toolsets_version) == stamp
