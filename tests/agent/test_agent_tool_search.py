@@ -95,7 +95,7 @@ def make(make_system: MakeSystem, llm: ScriptedLLM, provider: str, recorder: Rec
 
 def test_the_model_searches_then_calls_the_tool_it_found(make_system: MakeSystem, recorder: Recorder) -> None:
     script = [
-        calls(call(SEARCH_TOOL, {"query": "list the pods running in my kubernetes cluster"})),
+        calls(call(SEARCH_TOOL, {"query": "kubectl get pods", "limit": 3})),
         calls(call("kubectl_get", {"resourceType": "pods", "namespace": "staging"})),
         say("Three pods are running."),
     ]
