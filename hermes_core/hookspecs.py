@@ -8,9 +8,12 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from .context import CallContext
     from .decisions import CallOutcome
     from .registry import ToolEntry, ToolRegistry
+    from .selection.ranking import Ranker, ToolDoc
     from .system import ToolSystem
 
 PROJECT = "hermes"
@@ -60,3 +63,10 @@ def register_commands(cli: Any) -> None:
 @hookspec
 def on_agent_message(system: ToolSystem, session_id: str, message: dict[str, Any]) -> None:
     """Observe each message an agent loop adds to a conversation (user, assistant, tool). Raising is logged."""
+
+
+@hookspec
+def register_tool_rankers() -> dict[str, Callable[[Sequence[ToolDoc]], Ranker]] | None:
+    """Return rankers for ``tool_search`` by name: ``{name: factory}``, where ``factory(docs)`` makes an object
+    whose ``search(query, limit)`` returns ``(tool name, score)`` pairs, best first. ``[tools] search_ranker``
+    chooses one (or fuses several)."""

@@ -36,7 +36,7 @@ def toolset_rows(system: ToolSystem) -> list[dict[str, Any]]:
         tools = sorted(system.available(**sel))
         members = sorted(system.toolsets.resolve([name]))
         hidden = system.hidden(**sel)
-        chars, tokens = definitions_size(system.definitions(**sel))
+        chars, tokens = definitions_size(system.definitions(**sel, search="off"))
         comp = composites.get(name)
         plugin: str | None
         if comp is not None:
@@ -72,7 +72,7 @@ def toolsets_command(as_json: bool) -> None:
     """
     system = get_state().system()
     rows = toolset_rows(system)
-    chars, tokens = definitions_size(system.definitions())
+    chars, tokens = definitions_size(system.definitions(search="off"))
     selected: dict[str, Any] = {
         "tools": sorted(system.available()),
         "chars": chars,
@@ -134,6 +134,8 @@ def export_command(fmt: str, toolset: str | None) -> None:
     system = get_state().system()
     if toolset:
         toolset_members(system, toolset)  # unknown names are a usage error
-        emit_json(system.definitions(enabled=[toolset], disabled=[], disabled_tools=[], format=fmt))
+        emit_json(
+            system.definitions(enabled=[toolset], disabled=[], disabled_tools=[], format=fmt, search="off")
+        )
     else:
-        emit_json(system.definitions(format=fmt))
+        emit_json(system.definitions(format=fmt, search="off"))

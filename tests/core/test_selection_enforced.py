@@ -60,7 +60,8 @@ def test_acall_and_call_many_are_refused_too(core_only: ToolSystem) -> None:
 
 def test_a_call_that_passes_its_own_selection_uses_it(core_only: ToolSystem) -> None:
     assert "not enabled" in core_only.call("read_file", {"path": "a.txt"}, enabled=["todo"])
-    assert "kanban_list" in {d["function"]["name"] for d in core_only.definitions(enabled=["hermes-api"])}
+    offered = core_only.definitions(enabled=["hermes-api"], search="off")  # every tool, none deferred
+    assert "kanban_list" in {d["function"]["name"] for d in offered}
 
 
 def test_disabled_at_load_is_enforced(tmp_path: Path) -> None:
