@@ -27,6 +27,7 @@ def test_every_python_block_is_covered_here() -> None:
         "def build(",
         "# hermes_shout/__init__.py",
         "def test_shout(",
+        "system.search_tools(",
     )
     assert sorted(BLOCKS) == sorted(block(m) for m in markers)
 
@@ -111,3 +112,13 @@ def test_the_environment_example_runs(tmp_path: Path) -> None:
         out = system.call("build", {"target": "hello"})
     assert out == f"built in {tmp_path.resolve()}\n\n[exit code 0]"
     assert (tmp_path / "build.log").read_text() == f"built in {tmp_path.resolve()}\n"
+
+
+def test_the_tool_search_example_runs(tmp_path: Path) -> None:
+    namespace: dict[str, Any] = {"__name__": "readme_search"}
+    exec(compile(block("system.search_tools("), "README.md", "exec"), namespace)
+    names = [m.name for m in namespace["found"].matches]
+    assert names[0] == "cronjob"
+    sent_before = {t["function"]["name"] for t in namespace["before"]}
+    sent_after = {t["function"]["name"] for t in namespace["after"]}
+    assert "tool_search" in sent_before and "cronjob" not in sent_before and "cronjob" in sent_after

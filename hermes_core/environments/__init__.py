@@ -71,6 +71,7 @@ from ._registry import (
     environment_spec,
     environment_status,
 )
+from ._registry import settings_kind as configured_kind
 from ._rooted import Root, RootedFiles
 from ._settings import DEFAULT_KIND, RESERVED_KINDS, EnvironmentSettings, settings_from_config
 from ._shell import WRAPPER as SHELL_WRAPPER
@@ -99,6 +100,7 @@ __all__ = [
     "RootedFiles",
     "ShellSession",
     "ShellState",
+    "configured_kind",
     "environment_check",
     "environment_for",
     "environment_kinds",

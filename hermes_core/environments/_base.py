@@ -11,8 +11,7 @@ from __future__ import annotations
 import abc
 import errno
 import os
-import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
@@ -87,7 +86,8 @@ class CommandResult:
     ``kill_note`` say which and how). ``output`` is stdout and stderr interleaved unless ``split_output`` asked
     for them apart (``stdout``, ``stderr``). ``omitted`` counts bytes cut from the middle of the output.
     ``notes`` are what the model should know about the session itself (its directory was reset, its state
-    was kept as it was before a killed command...).
+    was kept as it was before a killed command...); ``quarantined`` names files the host would run later that
+    the command planted and the environment undid.
     """
 
     exit_code: int | None
@@ -102,6 +102,7 @@ class CommandResult:
     kill_note: str = ""
     leftovers_killed: bool = False
     notes: tuple[str, ...] = ()
+    quarantined: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +138,9 @@ class EnvironmentSpec:
     kind's own table (``[environment.<kind>]``, secrets resolved); ``config`` the whole configuration;
     ``state_dir`` a host folder the kind may keep its files in (per kind, below hermes's data folder); ``hidden``
     host paths that must never be reachable from inside; ``host_read_only`` host folders the file tools may read
-    in every kind (the pipeline's saved full results).
+    in every kind (the pipeline's saved full results); ``approve(kind, subject, reason)`` asks the tool system's
+    approval flow for this session (a network name the sandbox's proxy does not know, a host key...) and says
+    whether it was approved (None: nobody to ask, refuse).
     """
 
     kind: str
@@ -148,6 +151,7 @@ class EnvironmentSpec:
     state_dir: Path | None = None
     hidden: tuple[Path, ...] = ()
     host_read_only: tuple[Path, ...] = ()
+    approve: Callable[[str, str, str], bool] | None = None
 
 
 class Process(abc.ABC):
@@ -264,13 +268,16 @@ class Environment(abc.ABC):
         input: bytes | None = None,
         split_output: bool = False,
         stderr_bytes: int | None = None,
+        pass_fds: Sequence[int] = (),
     ) -> CommandResult:
         """Run ``command`` to its end (or ``timeout`` seconds) and return what it did; never leaves a process.
 
         A string runs in the session's shell: it starts in the session's directory (or ``workdir``) with the
         session's variables, functions and options, and what it changes there persists for the next command
         (a command that is killed changes nothing). A sequence is an argv run without a shell in ``workdir``
-        (default: the workspace). ``env`` adds variables for this command only. Raises
+        (default: the workspace). ``env`` adds variables for this command only. ``pass_fds`` are host
+        descriptors the command inherits (a private channel back to the host, as ``execute_code``'s tool bridge);
+        a kind that cannot hand descriptors over raises ``EnvironmentUnavailable`` when given some. Raises
         ``EnvironmentUnavailable`` when the environment cannot run commands, ``ToolError`` for a ``workdir``
         it does not allow.
         """
@@ -289,26 +296,6 @@ class Environment(abc.ABC):
         """Start ``command`` (a string: in the session's shell state, which it does not change) and return its
         ``Process``; ``pty=True`` gives it a terminal (REPLs, prompts that read /dev/tty). The caller closes
         the process; the environment ends whatever is still running when it closes."""
-
-    def listen_unix(self, path: str) -> socket.socket:
-        """A listening Unix socket on this host that processes here reach by connecting to ``path`` (the
-        tool bridge of ``execute_code``). The default binds it where ``local_path`` puts ``path``; kinds whose
-        files are elsewhere forward it (an SSH remote forward, a shared mount)."""
-        folder = self.local_path(os.path.dirname(path))
-        if folder is None:
-            raise OSError(errno.EOPNOTSUPP, f"the {self.kind} environment cannot expose a socket at {path}")
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            fd = os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            try:  # bound through the folder's descriptor: no symbolic link on the way can redirect it
-                sock.bind(f"/proc/self/fd/{fd}/{os.path.basename(path)}")
-            finally:
-                os.close(fd)
-            sock.listen(8)
-        except BaseException:
-            sock.close()
-            raise
-        return sock
 
     # -- files -------------------------------------------------------------------------------------------
 

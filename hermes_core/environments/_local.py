@@ -106,7 +106,16 @@ class LocalEnvironment(Environment):
         super().__init__(spec)
         settings = _settings(spec)
         self.tmp = Path(tempfile.mkdtemp(prefix="hermes-session-"))
-        self.sandbox: Sandbox = Sandbox(settings, workspace=spec.workspace, hidden=spec.hidden, tmp=self.tmp)
+        approve = spec.approve
+        self.sandbox: Sandbox = Sandbox(
+            settings,
+            workspace=spec.workspace,
+            hidden=spec.hidden,
+            tmp=self.tmp,
+            network_approval=(lambda host, why: approve("network", host, why))
+            if approve is not None
+            else None,
+        )
         self._workspace = str(self.sandbox.workspace)
         self._grants = [
             os.path.realpath(p) for p in settings.read_write
@@ -251,6 +260,7 @@ class LocalEnvironment(Environment):
         input: bytes | None = None,
         split_output: bool = False,
         stderr_bytes: int | None = None,
+        pass_fds: Sequence[int] = (),
     ) -> CommandResult:
         self._open()
         start_in = self._workdir(workdir)
@@ -265,11 +275,12 @@ class LocalEnvironment(Environment):
             "stderr_bytes": stderr_bytes,
         }
         if not isinstance(command, str):
-            return _result(self.sandbox.run(self._argv(command, start_in), **options), ())
+            argv = self._argv(command, start_in)
+            return _result(self.sandbox.run(argv, pass_fds=pass_fds, **options), ())
         state_in, state_out = self._state_in(start_in, call_env), _state_file(b"")
         try:
             argv = shell_argv(command, str(state_in), str(state_out))
-            result = self.sandbox.run(argv, pass_fds=(state_in, state_out), **options)
+            result = self.sandbox.run(argv, pass_fds=(state_in, state_out, *pass_fds), **options)
             dump = _read_all(state_out)
         finally:
             os.close(state_in)
@@ -411,4 +422,5 @@ def _result(result: RunResult, notes: tuple[str, ...]) -> CommandResult:
         kill_note=result.kill_note,
         leftovers_killed=result.leftovers_killed,
         notes=notes,
+        quarantined=tuple(result.quarantined),
     )

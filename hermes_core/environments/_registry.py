@@ -12,12 +12,13 @@ import atexit
 import importlib
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..config import ConfigError
+from ..decisions import Unavailable
 from ._base import Environment, EnvironmentSpec, EnvironmentStatus, EnvironmentUnavailable
 from ._settings import RESERVED_KINDS, settings_from_config
 
@@ -142,7 +143,30 @@ def environment_spec(host: Any, session_id: str, workspace: Path, kind: str | No
         state_dir=data_dir / "environments" / name,
         hidden=tuple(hidden),
         host_read_only=(data_dir / "results",),
+        approve=_approver(host, session_id),
     )
+
+
+def _approver(host: Any, session_id: str) -> Callable[[str, str, str], bool] | None:
+    """The tool system's approval flow for ``session_id``, as ``approve(kind, subject, reason)``."""
+    owner = getattr(host, "_system", host)  # a context's host is the system's narrow adapter
+    new_context = getattr(owner, "_new_context", None)
+    if new_context is None:
+        return None
+
+    def approve(kind: str, subject: str, reason: str) -> bool:
+        from ..context import ApprovalDenied
+
+        context = new_context(
+            f"environment-{kind}", session_id, f"environment {kind}", frozenset(), None, None
+        )
+        try:
+            context.request_approval(subject, reason, kind=kind)
+        except ApprovalDenied:
+            return False
+        return True
+
+    return approve
 
 
 def _default_data_dir() -> Path:
@@ -225,21 +249,20 @@ def environment_status(host: Any, *, refresh: bool = False) -> EnvironmentStatus
 
 
 def settings_kind(host: Any) -> str:
+    """The kind ``[environment]`` names for ``host`` ("?" when the table is broken)."""
     try:
         return settings_from_config(getattr(host, "config", None)).kind
     except ConfigError:
         return "?"
 
 
-def environment_check(host: Any, *, files: bool = False) -> tuple[bool, str]:
+def environment_check(host: Any, *, files: bool = False) -> tuple[bool, str] | Unavailable:
     """A tool check: ``(True, "")`` when the session environment can run commands (``files=True``: serve the
-    file tools), else ``(False, why)`` so the tool is hidden with the reason."""
+    file tools), else ``Unavailable(why, fix=...)`` so the tool is hidden with the reason and the fix."""
     if files and settings_kind(host) == "local":
         return True, ""  # local file operations need no sandbox backend: nothing to probe
     status = environment_status(host, refresh=True)  # the check's own time-to-live decides how often
     ok = status.files_usable if files else status.ready
     if ok:
         return True, ""
-    return False, f"the {status.kind} environment cannot start: {status.reason}" + (
-        f" (fix: {status.fix})" if status.fix else ""
-    )
+    return Unavailable(f"the {status.kind} environment cannot start: {status.reason}", fix=status.fix)

@@ -73,10 +73,7 @@ def test_a_kind_that_cannot_start_hides_the_tools_that_need_it(make_system: Make
     system = make_system(KindsPlugin(), config={"environment": {"kind": "broken"}})
     hidden = system.hidden()
     for tool in ("terminal", "process", "execute_code", "read_file", "write_file", "patch", "search_files"):
-        assert (
-            "the broken environment cannot start: the engine is not installed (fix: install it)"
-            in hidden[tool]
-        )
+        assert "the broken environment cannot start: the engine is not installed" in hidden[tool]
     assert system.call_outcome("terminal", {"command": "true"}).status != "ok"
 
 
@@ -101,9 +98,10 @@ def test_the_local_kind_without_a_backend_keeps_the_file_tools(
 
     monkeypatch.setattr(_status, "choose_backend", nothing)
     monkeypatch.setattr("hermes_core.sandbox.choose_backend", nothing)
+    monkeypatch.setattr("hermes_core.sandbox._sandbox.choose_backend", nothing)
     system = make_system()
     hidden = system.hidden()
-    assert "no sandbox backend is usable here" in hidden["terminal"] and "bubblewrap" in hidden["terminal"]
+    assert "no sandbox backend is usable here" in hidden["terminal"]
     assert "read_file" not in hidden
     (workspace / "a.txt").write_text("still readable\n")
     assert "still readable" in system.call("read_file", {"path": "a.txt"})

@@ -3,8 +3,9 @@ environment.
 
 The child is ``python -I -B -X utf8 <dir>/_hermes_boot.py``, run in the session's environment
 (``hermes_core.environments``; locally the sandbox): the workspace is its working directory, the private
-directory (bootstrap, script, generated ``hermes_tools`` module and the bridge's socket) lies in the session's
-``/tmp``, and the environment applies the limits (memory, processes, CPU time, file size), the timeout and
+directory (bootstrap, script and generated ``hermes_tools`` module) lies in the session's ``/tmp``, the tool
+bridge's end is inherited (``pass_fds``), and the environment applies the limits (memory, processes, CPU time,
+file size), the timeout and
 the output caps to the whole process tree. Isolated mode ignores ``PYTHON*`` variables and the user site,
 and leaves the script's directory off ``sys.path``, so the bootstrap puts the private directory first and
 the workspace last. It flushes the script's output when it is sent SIGTERM and prints tracebacks without
@@ -13,6 +14,7 @@ its own frame.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -104,6 +106,7 @@ def run_script(
     limits: ScriptLimits,
     stdout_cap: int,
     stderr_cap: int,
+    pass_fds: Sequence[int] = (),
 ) -> ScriptRun:
     """Run ``directory/script.py`` (a folder of ``environment``) through the bootstrap, in the workspace; never
     leaves processes behind."""
@@ -125,6 +128,7 @@ def run_script(
         tool="execute_code",
         split_output=True,
         stderr_bytes=stderr_cap,
+        pass_fds=pass_fds,
     )
     return ScriptRun(
         exit_code=result.exit_code,

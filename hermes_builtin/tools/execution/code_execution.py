@@ -4,8 +4,8 @@ The script runs in a child Python (``-I`` isolated mode, see ``_code_sandbox``) 
 (``hermes_core.environments``; locally the sandbox): the workspace is all it can write besides the session's
 ``/tmp``, the host's secrets and processes are out of reach, its environment is scrubbed, and memory, CPU
 time, file size, processes, a wall-clock timeout and stdout/stderr caps apply to its whole process tree. It
-reaches the tools through a generated ``hermes_tools`` module over a private Unix socket (``_code_bridge``,
-exposed in the environment with ``Environment.listen_unix``); every
+reaches the tools through a generated ``hermes_tools`` module over an inherited socket pair (``_code_bridge``);
+every
 such call goes through the caller's pipeline (validation, hooks, guards, approvals), limited to the tools
 enabled for the model in this conversation, minus ``execute_code`` and ``clarify``.
 
@@ -21,9 +21,12 @@ approval then binds to the SHA-256 of the exact script. Limits are read from ``[
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_core import ApprovalDenied, CallContext, ToolError, ToolRegistry
+from hermes_core import ApprovalDenied, CallContext, ToolError, ToolRegistry, Unavailable
+
+from ._ready import commands_can_start
 
 if TYPE_CHECKING:
     from hermes_core import Host
@@ -93,15 +96,13 @@ def _schema_overrides(available: frozenset[str]) -> dict[str, Any]:
     return {"description": SCHEMA["description"] + listing}
 
 
-def _check(system: Any) -> tuple[bool, str]:
-    """Hidden, with the reason, where Unix sockets are missing or the session environment cannot run."""
+def _check(system: Any) -> tuple[bool, str] | Unavailable:
     import socket
+    import sys
 
-    from hermes_core.environments import environment_check
-
-    if os.name != "posix" or not hasattr(socket, "AF_UNIX"):
-        return False, "execute_code needs Unix sockets (POSIX)"
-    return environment_check(system)
+    if not (os.name == "posix" and hasattr(socket, "AF_UNIX") and sys.executable):
+        return False, "execute_code needs a POSIX system with Unix sockets and a Python interpreter"
+    return commands_can_start(system)
 
 
 def _settings(context: CallContext) -> dict[str, int]:
@@ -197,7 +198,7 @@ def _write_files(environment: Environment, directory: str, code: str, bridge: To
     for name in bridge.allowed:
         entry = host.tool(name)
         descriptions[name] = entry.description if entry is not None else ""
-    module = module_source(bridge.path, bridge.token, descriptions).encode("utf-8")
+    module = module_source(bridge.child_fd, bridge.token, descriptions).encode("utf-8")
     environment.write(f"{directory}/{MODULE_NAME}.py", module, mode=0o600)
     environment.write(f"{directory}/{SCRIPT_NAME}", code.encode("utf-8", "surrogatepass"), mode=0o600)
 
@@ -258,16 +259,11 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
     except OSError as exc:
         raise ToolError(f"could not prepare the script's folder: {exc.strerror or exc}") from None
     try:
-        socket_path = f"{directory}/tools.sock"
-        try:
-            listener = environment.listen_unix(socket_path)
-        except OSError as exc:
-            raise ToolError(f"could not open the tool bridge: {exc.strerror or exc}") from None
-        bridge = ToolBridge(socket_path, listener, runner, allowed, settings["max_tool_calls"])
+        bridge = ToolBridge(Path(directory), runner, allowed, settings["max_tool_calls"])
         try:
             _write_files(environment, directory, code, bridge, host)
         except BaseException:
-            listener.close()
+            bridge.stop(0)
             raise
         limits = ScriptLimits(
             timeout=float(seconds),
@@ -283,6 +279,7 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
                 limits=limits,
                 stdout_cap=settings["max_stdout_chars"],
                 stderr_cap=settings["max_stderr_chars"],
+                pass_fds=[bridge.child_fd],
             )
         except OSError as exc:
             raise ToolError(f"could not start Python: {exc.strerror or exc}") from None

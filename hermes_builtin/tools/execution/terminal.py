@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_core import CallContext, ToolError, ToolRegistry
 
+from ._ready import shell_can_start
+
 if TYPE_CHECKING:
     from hermes_core.environments import Environment
 
@@ -126,13 +128,6 @@ PROCESS_SCHEMA: dict[str, Any] = {
         "required": ["action"],
     },
 }
-
-
-def _check(system: Any) -> tuple[bool, str]:
-    """Hidden, with the reason, when the session environment cannot run commands (no sandbox, no engine...)."""
-    from hermes_core.environments import environment_check
-
-    return environment_check(system)
 
 
 def _settings(context: CallContext) -> dict[str, Any]:
@@ -399,8 +394,13 @@ def terminal(
         )
     elif result.limit == "processes":
         lines.append(
-            f"[killed: the command started more than {limits.max_processes} processes at once "
+            f"[killed: the command started more than {_effective(context, limits).max_processes} processes at once "
             f"({result.kill_note})]"
+        )
+    elif result.limit == "disk":
+        lines.append(
+            f"[killed: the command filled the disk below the sandbox's floor of "
+            f"{_effective(context, limits).min_free_mb} MB free ({result.kill_note})]"
         )
     else:
         lines.append(f"[exit code {result.exit_code}; {result.duration:.2f}s]")
@@ -412,8 +412,20 @@ def terminal(
         )
     if result.omitted:
         lines.append(f"[output capped: {result.omitted} bytes omitted from the middle]")
+    if result.quarantined:
+        lines.append(
+            "[files the host would run later were planted and have been undone (the sandbox keeps them "
+            "read-only; ask the user to make such changes): " + "; ".join(result.quarantined) + "]"
+        )
     lines.extend(f"[{note}]" for note in result.notes)
     return "\n".join(lines)
+
+
+def _effective(context: CallContext, limits: Any) -> Any:
+    """The limits a command ran with: the configuration's, with the call's own on top."""
+    from hermes_core.sandbox import sandbox_for
+
+    return sandbox_for(context).limits(limits)
 
 
 def _start_background(
@@ -630,7 +642,7 @@ def register(registry: ToolRegistry) -> None:
         toolset="terminal",
         schema=TERMINAL_SCHEMA,
         handler=terminal,
-        check_fn=_check,
+        check_fn=shell_can_start,
         emoji="💻",
         max_result_size_chars=60_000,
         timeout=MAX_TIMEOUT + 30,  # the command's own timeout (up to MAX_TIMEOUT) ends it first, cleanly
@@ -640,7 +652,7 @@ def register(registry: ToolRegistry) -> None:
         toolset="terminal",
         schema=PROCESS_SCHEMA,
         handler=process,
-        check_fn=_check,
+        check_fn=shell_can_start,
         emoji="⚙️",
         max_result_size_chars=60_000,
         timeout=MAX_TIMEOUT + 30,  # "wait" may block up to MAX_TIMEOUT

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, BinaryIO
 
 from hermes_core import CallContext, ToolError
@@ -45,6 +45,16 @@ class Where:
     def open(self) -> BinaryIO:
         """The regular file, open for reading (``OSError`` as the environment raises it)."""
         return self.env.open_read(self.path)
+
+    @property
+    def host(self) -> Path | None:
+        """Where the file is (or would be) on this host, for checks that look at it there (the stale-write
+        guard); None when the environment's files are not on this host's disk."""
+        found = self.env.local_path(self.path)
+        if found is not None:
+            return found
+        parent = self.env.local_path(str(self.pure.parent))
+        return parent / self.pure.name if parent is not None else None
 
     def siblings(self) -> list[str]:
         try:

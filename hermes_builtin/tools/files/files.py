@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from hermes_core import CallContext, ToolError, ToolRegistry
+from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
 
 if TYPE_CHECKING:
     from ._where import Where
@@ -28,13 +28,14 @@ MAX_LIMIT = 2000
 MAX_LINE_CHARS = 2000
 MAX_PAGE_CHARS = 100_000
 HUGE_FILE_BYTES = 256 * 1024 * 1024
+FORCE = "Overwrite even if the file changed since you read it (default false)."
 
 READ_SCHEMA: dict[str, Any] = {
     "name": "read_file",
     "description": (
         "Read a text file as numbered lines (`     12|text`), one page at a time. Use offset/limit to page "
-        "through long files; the footer gives the total line count and the next offset. Binary files are "
-        "described, not dumped. Paths are relative to the workspace."
+        "through long files; the footer gives the total line count and the next offset. Notebooks, .docx, .xlsx "
+        "and PDF come as text; other binary files are described. Paths are relative to the workspace."
     ),
     "parameters": {
         "type": "object",
@@ -60,13 +61,14 @@ WRITE_SCHEMA: dict[str, Any] = {
     "name": "write_file",
     "description": (
         "Create or overwrite a file with the given content (UTF-8), creating parent directories. The write "
-        "is atomic. To change part of an existing file, use patch instead."
+        "is atomic; Python, JSON, TOML and YAML are checked. To change part of an existing file, use patch."
     ),
     "parameters": {
         "type": "object",
         "properties": {
             "path": {"type": "string", "description": "File to write (relative to the workspace)."},
             "content": {"type": "string", "description": "The complete new content of the file."},
+            "force": {"type": "boolean", "description": FORCE},
         },
         "required": ["path", "content"],
     },
@@ -96,6 +98,7 @@ PATCH_SCHEMA: dict[str, Any] = {
                 "description": "replace: change every occurrence (default false).",
             },
             "patch": {"type": "string", "description": "patch: the patch text in the format above."},
+            "force": {"type": "boolean", "description": FORCE},
         },
     },
 }
@@ -228,11 +231,21 @@ def _bounded_lines(fh: Any, chunk: int = 1 << 20) -> Any:
 
 def read_file(path: str, offset: int = 1, limit: int = DEFAULT_LIMIT, *, context: CallContext) -> str:
     """A numbered page of a text file (see ``READ_SCHEMA``)."""
+    from . import _stale
+    from ._documents import document_kind, read_document
+
     where = _guarded(context, path, "read")
+    target, shown = Path(where.path), where.shown
     offset = max(1, int(offset))
     limit = max(1, min(int(limit), MAX_LIMIT))
     with _open_checked(where) as raw:  # the checked file itself, whatever happens to the path now
-        return _read_page(raw, Path(where.path), where.shown, offset, limit)
+        seen = where.host
+        if seen is not None:
+            _stale.remember_fd(context, seen, raw.fileno())
+        kind = document_kind(target)
+        if kind is not None:
+            return read_document(context, kind, raw, target, shown, offset, limit)
+        return _read_page(raw, target, shown, offset, limit)
 
 
 def _read_page(raw: BinaryIO, target: Path, shown: str, offset: int, limit: int) -> str:
@@ -281,21 +294,30 @@ def _read_page(raw: BinaryIO, target: Path, shown: str, offset: int, limit: int)
     return "\n".join(page + notes)
 
 
-def write_file(path: str, content: str, *, context: CallContext) -> str:
+def write_file(path: str, content: str, force: bool = False, *, context: CallContext) -> str:
     """Write ``content`` to ``path`` atomically (see ``WRITE_SCHEMA``)."""
+    from . import _stale
+    from ._checks import format_gate
+
     where = _guarded(context, path, "write")
     shown = where.shown
     try:
         data = content.encode("utf-8")
     except UnicodeEncodeError:
         raise ToolError("content contains invalid Unicode (lone surrogates); nothing was written") from None
+    seen = where.host
+    if seen is not None:
+        _stale.check_fresh(context, seen, shown, force, "written")
+    warning = format_gate(_config(context), where.pure, shown, content)
     try:
         existed = where.env.write(where.path, data)  # into the checked directory, beneath a root, or nowhere
     except OSError as exc:
         raise _write_failure(exc, shown) from None
+    if seen is not None:
+        _stale.remember(context, seen, data)
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     verb = "replaced" if existed else "created"
-    return f"{verb} {shown}: {len(data)} bytes, {lines} lines"
+    return f"{verb} {shown}: {len(data)} bytes, {lines} lines{warning}"
 
 
 def _load_text(where: Where) -> tuple[str, str]:
@@ -329,7 +351,11 @@ def _encode(text: str, encoding: str) -> bytes:
         ) from None
 
 
-def _replace(context: CallContext, path: str | None, old: str | None, new: str | None, every: bool) -> str:
+def _replace(
+    context: CallContext, path: str | None, old: str | None, new: str | None, every: bool, force: bool
+) -> str:
+    from . import _stale
+    from ._checks import format_gate
     from ._patching import PatchError, replace_text, unified_diff
 
     if not path:
@@ -338,22 +364,31 @@ def _replace(context: CallContext, path: str | None, old: str | None, new: str |
         raise ToolError("mode 'replace' needs old_string and new_string")
     where = _guarded(context, path, "write")
     shown = where.shown
+    seen = where.host
+    if seen is not None:
+        _stale.check_fresh(context, seen, shown, force, "changed")
     text, encoding = _load_text(where)
     try:
         result = replace_text(text, old, new, every)
     except PatchError as exc:
         raise ToolError(f"{shown}: {exc}") from None
+    warning = format_gate(_config(context), where.pure, shown, result.text, text)
+    data = _encode(result.text, encoding)
     try:
-        where.env.write(where.path, _encode(result.text, encoding))
+        where.env.write(where.path, data)
     except OSError as exc:
         raise _write_failure(exc, shown) from None
+    if seen is not None:
+        _stale.remember(context, seen, data)
     how = "" if result.strategy == "exact" else f", {result.strategy} match"
     plural = "s" if result.count != 1 else ""
     head = f"patched {shown}: {result.count} replacement{plural} at line {result.first_line}{how}"
-    return head + "\n" + unified_diff(shown, text, result.text)
+    return head + warning + "\n" + unified_diff(shown, text, result.text)
 
 
-def _apply_patch(context: CallContext, patch_text: str | None) -> str:
+def _apply_patch(context: CallContext, patch_text: str | None, force: bool = False) -> str:
+    from . import _stale
+    from ._checks import format_gate
     from ._patching import PatchError, apply_hunks, parse_patch, unified_diff
 
     if not patch_text or not patch_text.strip():
@@ -364,16 +399,22 @@ def _apply_patch(context: CallContext, patch_text: str | None) -> str:
         raise ToolError(str(exc)) from None
     plan: list[tuple[str, Where, bytes | None, str, str]] = []  # kind, where, old bytes, before, after
     seen: set[str] = set()
+    warnings: list[str] = []
+    config = _config(context)
     for op in ops:
         where = _guarded(context, op.path, "write")
         shown = where.shown
         if where.path in seen:
             raise ToolError(f"{shown} appears more than once in the patch; merge its sections")
         seen.add(where.path)
+        host = where.host
+        if op.kind != "add" and host is not None:
+            _stale.check_fresh(context, host, shown, force, "changed")
         if op.kind == "add":
             if where.exists():
                 raise ToolError(f"cannot add {shown}: it already exists (use '*** Update File')")
             after = "\n".join(op.content) + ("\n" if op.content else "")
+            warnings.append(format_gate(config, where.pure, shown, after))
             plan.append(("add", where, None, "", after))
             continue
         text, encoding = _load_text(where)
@@ -389,21 +430,27 @@ def _apply_patch(context: CallContext, patch_text: str | None) -> str:
             after = apply_hunks(text, op.hunks, shown)
         except PatchError as exc:
             raise ToolError(f"{exc}. Nothing was changed.") from None
+        warnings.append(format_gate(config, where.pure, shown, after, text))
         plan.append(("update:" + encoding, where, old_bytes, text, after))
     done: list[tuple[str, Where, bytes | None]] = []
     try:
         for kind, where, prior, _before, after in plan:
+            host = where.host
             if kind == "delete":
                 where.env.remove(where.path)
+                if host is not None:
+                    _stale.forget(context, host)
             else:
-                encoding = kind.partition(":")[2] or "utf-8"
-                where.env.write(where.path, _encode(after, encoding))
+                data = _encode(after, kind.partition(":")[2] or "utf-8")
+                where.env.write(where.path, data)
+                if host is not None:
+                    _stale.remember(context, host, data)
             done.append((kind, where, prior))
     except OSError as exc:
         _roll_back(done)
         failure = _write_failure(exc, where.shown).message
         raise ToolError(f"{failure}; every file was restored") from None
-    parts = [f"applied patch: {len(plan)} file{'s' if len(plan) != 1 else ''}"]
+    parts = [f"applied patch: {len(plan)} file{'s' if len(plan) != 1 else ''}" + "".join(warnings)]
     for kind, where, _old, before, after in plan:
         parts.append(
             unified_diff(where.shown, before, after, created=kind == "add", deleted=kind == "delete")
@@ -429,17 +476,18 @@ def patch(
     new_string: str | None = None,
     replace_all: bool = False,
     patch: str | None = None,
+    force: bool = False,
     *,
     context: CallContext,
 ) -> str:
     """Edit files by find-and-replace or with a multi-file patch (see ``PATCH_SCHEMA``)."""
     if mode == "patch":
-        return _apply_patch(context, patch)
+        return _apply_patch(context, patch, force)
     if mode != "replace":
         raise ToolError(f"unknown mode {mode!r}; use 'replace' or 'patch'")
     if patch and not path and old_string is None:
-        return _apply_patch(context, patch)
-    return _replace(context, path, old_string, new_string, replace_all)
+        return _apply_patch(context, patch, force)
+    return _replace(context, path, old_string, new_string, replace_all, force)
 
 
 def search_files(
@@ -591,7 +639,7 @@ def _config(context: CallContext) -> dict[str, Any]:
     return cfg if isinstance(cfg, dict) else {}
 
 
-def _check(system: Any) -> tuple[bool, str]:
+def _check(system: Any) -> tuple[bool, str] | Unavailable:
     """Hidden, with the reason, when the session environment cannot serve files (a remote kind that is down)."""
     from hermes_core.environments import environment_check
 
