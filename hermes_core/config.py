@@ -21,9 +21,11 @@ blocked = ["hermes-weather"]
 [plugins.ratelimit]               # each plugin's own section, read with CallContext.plugin_config()
 redis_url = { env = "RATELIMIT_REDIS_URL" }   # secrets may point at an env var or a file
 [approvals]                       # see hermes_core.security: policy and the "always" allowlist
-[sandbox]                         # where commands run: see hermes_core.sandbox
+[sandbox]                         # the walls of local commands: see hermes_core.sandbox
 backend = "auto"                  # auto | bwrap | landlock | none
 network = "on"
+[environment]                     # where a session's commands and files live: see hermes_core.environments
+kind = "local"                    # local | container | ssh | a plugin's kind
 [mcp.servers.files]
 command = "mcp-server-files"
 args = ["--root", "."]
@@ -141,6 +143,8 @@ _SHAPE: dict[str, Any] = {
         },
         "tools": {"*": {"network": str}},
     },
+    # where a session's commands and files live (see hermes_core.environments); each kind reads its own table
+    "environment": {"kind": str, "container": dict, "ssh": dict, "*": dict},
 }
 
 
