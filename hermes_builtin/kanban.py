@@ -158,7 +158,10 @@ class Dispatcher:
         task, fence = got
         task_id = int(task["id"])
         # the sub-agent's own kanban_* calls carry this claim
-        self.system.session(session).stash(CLAIMS_KEY, dict, cleanup=lambda _c: None)[(self.board.url, task_id)] = fence
+        claims: dict[tuple[str, int], int] = self.system.session(session).stash(
+            CLAIMS_KEY, dict, cleanup=lambda _c: None
+        )
+        claims[(self.board.url, task_id)] = fence
         try:
             agent = make_subagent(
                 self.system,

@@ -11,7 +11,12 @@ def kanban_group() -> None:
 
 
 @kanban_group.command("dispatch")
-@click.option("-c", "--concurrency", type=click.IntRange(min=1), help="Sub-agents at once ([plugins.agents] max_concurrency).")
+@click.option(
+    "-c",
+    "--concurrency",
+    type=click.IntRange(min=1),
+    help="Sub-agents at once ([plugins.agents] max_concurrency).",
+)
 @click.option("--max-tasks", type=click.IntRange(min=1), help="Claim at most this many tasks.")
 @click.option("--wait", is_flag=True, help="Keep waiting for new ready tasks until interrupted.")
 @click.option("--toolset", "toolsets", multiple=True, metavar="T", help="The workers' toolsets (repeatable).")
@@ -69,5 +74,5 @@ def list_command(status: str | None) -> None:
     from .kanban import Board
 
     board = Board.for_system(current_system())
-    for t in board.list(status):
+    for t in board.list_tasks(status):
         click.echo(f"{t['id']}\t{t['status']}\t{t['priority']}\t{t['title']}\t{t['owner'] or ''}")

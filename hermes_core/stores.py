@@ -40,9 +40,11 @@ class StoreError(RuntimeError):
     """A store URL that cannot be used (unknown scheme, missing driver)."""
 
 
-def store_url(value: Any, default: Path) -> str:
+def store_url(value: Any, default: Path | None) -> str:
     """The URL of a store: ``value`` (a URL, or a path for SQLite) when set, else SQLite at ``default``."""
     if value is None or value == "":
+        if default is None:
+            raise StoreError("no store given")
         return _sqlite_url(default)
     if not isinstance(value, str | Path):
         raise StoreError(f"a store must be a URL or a path, got {type(value).__name__}")
@@ -109,7 +111,9 @@ def _sqlite_events(eng: Engine) -> None:
 
     @event.listens_for(eng, "connect")
     def _connect(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = None  # the driver's own transaction handling is off: "begin" below starts them
+        dbapi_conn.isolation_level = (
+            None  # the driver's own transaction handling is off: "begin" below starts them
+        )
         cursor = dbapi_conn.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         cursor.execute("PRAGMA journal_mode = WAL")
@@ -157,9 +161,7 @@ def _add_column_sql(eng: Engine, table: Table, column: Any) -> str:
     return sql
 
 
-def insert_ignore(
-    eng: Engine, table: Table, values: Mapping[str, Any], conflict: Iterable[str]
-) -> Insert:
+def insert_ignore(eng: Engine, table: Table, values: Mapping[str, Any], conflict: Iterable[str]) -> Insert:
     """``INSERT ... ON CONFLICT (conflict) DO NOTHING`` for ``eng``'s dialect (add ``.returning(...)`` to learn
     whether the row was inserted: no row comes back when it already existed)."""
     if is_postgres(eng):

@@ -51,7 +51,9 @@ def cron_group() -> None:
 
 
 @cron_group.command("serve")
-@click.option("--tick", type=float, help="Longest sleep between looks at the jobs, in seconds ([scheduler] tick).")
+@click.option(
+    "--tick", type=float, help="Longest sleep between looks at the jobs, in seconds ([scheduler] tick)."
+)
 def serve_command(tick: float | None) -> None:
     """Run the scheduler until interrupted (SIGINT/SIGTERM); prints one line per finished run.
 
@@ -109,7 +111,7 @@ def list_command(as_json: bool) -> None:
 
     system = get_state().system()
     store = JobStore.for_system(system)
-    jobs = store.list()
+    jobs = store.list_jobs()
     if as_json:
         emit_json([asdict(j) for j in jobs])
         return
@@ -119,10 +121,19 @@ def list_command(as_json: bool) -> None:
         what = f"agent: {job.prompt}" if job.kind == "agent" else str(job.tool)
         state = "active" if job.enabled else "paused"
         rows.append(
-            [job.id, job.name, job.schedule, " ".join(what.split())[:80], state, last[0].status if last else "-"]
+            [
+                job.id,
+                job.name,
+                job.schedule,
+                " ".join(what.split())[:80],
+                state,
+                last[0].status if last else "-",
+            ]
         )
     if not rows:
-        click.echo("no scheduled jobs (the cronjob tool or [scheduler.jobs.NAME] in the config make them)", err=True)
+        click.echo(
+            "no scheduled jobs (the cronjob tool or [scheduler.jobs.NAME] in the config make them)", err=True
+        )
     emit_table(["job", "name", "schedule", "runs", "state", "last"], rows)
 
 

@@ -91,7 +91,7 @@ def sync_config_jobs(system: Host, store: JobStore) -> list[Job]:
     """Make the store's ``config-*`` jobs match the config; returns the declared jobs."""
     now = time.time()
     declared = config_jobs(system)
-    stored = {j.id: j for j in store.list() if j.source == "config"}
+    stored = {j.id: j for j in store.list_jobs() if j.source == "config"}
     for job in declared:
         old = stored.pop(job.id, None)
         if old is not None and old.schedule == job.schedule:

@@ -132,7 +132,9 @@ def _tool_job(system: Host, job: Job, session_id: str) -> JobResult:
 def _skill_text(system: Host, job: Job, session_id: str) -> str | JobResult:
     parts = []
     for name in job.skills:
-        outcome = system.call_outcome("skill_view", {"name": name}, enabled=_enabled(job), session_id=session_id)
+        outcome = system.call_outcome(
+            "skill_view", {"name": name}, enabled=_enabled(job), session_id=session_id
+        )
         if not outcome.ok:
             return JobResult("error", f"skill {name!r} could not be loaded: {outcome.result}")
         parts.append(f"## Skill: {name}\n\n{outcome.result.strip()}")
@@ -176,7 +178,9 @@ def _agent_job(system: Host, job: Job, session_id: str) -> JobResult:
     if result.stop_reason == "done":
         return JobResult("ok", result.text.strip() or "(the model gave no answer)")
     if result.stop_reason == "max_turns":
-        return JobResult("error", f"stopped after {result.turns} model turns (the job's budget): {result.text}")
+        return JobResult(
+            "error", f"stopped after {result.turns} model turns (the job's budget): {result.text}"
+        )
     return JobResult("error", f"the agent ended with {result.stop_reason}: {result.error or result.text}")
 
 

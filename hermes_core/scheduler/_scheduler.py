@@ -113,7 +113,10 @@ class Scheduler:
         if self.running:
             return self
         self._stop.clear()
-        self.system.stash("scheduler.wakers", list, cleanup=lambda _wakers: None).append(self.wake)
+        wakers: list[Callable[[], None]] = self.system.stash(
+            "scheduler.wakers", list, cleanup=lambda _w: None
+        )
+        wakers.append(self.wake)
         self._thread = threading.Thread(target=self._loop, name="hermes-scheduler", daemon=True)
         self._thread.start()
         return self
@@ -162,7 +165,7 @@ class Scheduler:
         now = self.clock()
         times = [
             next_slot(job.schedule, job.anchor, max(now, float(job.last_slot or job.anchor)))
-            for job in self.store.list(enabled_only=True)
+            for job in self.store.list_jobs(enabled_only=True)
         ]
         return min(times) if times else None
 
@@ -179,7 +182,7 @@ class Scheduler:
         store.reap(when)
         made: list[Run] = []
         futures: list[cf.Future[Run | None]] = []
-        for job in store.list(enabled_only=True):
+        for job in store.list_jobs(enabled_only=True):
             if self._stop.is_set() and not wait:
                 break
             slot = latest_slot(job.schedule, job.anchor, when)
@@ -219,7 +222,9 @@ class Scheduler:
             if run is not None:
                 self._notify(run)
             return run
-        run_id = store.claim_slot(job.id, slot, self.owner, now, self.lease, missed=due - 1, session_id=session)
+        run_id = store.claim_slot(
+            job.id, slot, self.owner, now, self.lease, missed=due - 1, session_id=session
+        )
         store.advance(job.id, slot)
         if run_id is None:
             return None  # another scheduler won this slot

@@ -202,7 +202,7 @@ class JobStore:
             row = conn.execute(self.jobs.select().where(self.jobs.c.id == job_id)).first()
         return self._job(row) if row is not None else None
 
-    def list(self, *, enabled_only: bool = False) -> list[Job]:
+    def list_jobs(self, *, enabled_only: bool = False) -> list[Job]:
         query = self.jobs.select().order_by(self.jobs.c.created_at, self.jobs.c.id)
         if enabled_only:
             query = query.where(self.jobs.c.enabled.is_(True))
@@ -263,7 +263,9 @@ class JobStore:
         }
         if status != "running":
             values.update(finished_at=now, duration_ms=0.0)
-        stmt = stores.insert_ignore(self.engine, self.runs, values, ("job_id", "slot")).returning(self.runs.c.id)
+        stmt = stores.insert_ignore(self.engine, self.runs, values, ("job_id", "slot")).returning(
+            self.runs.c.id
+        )
         with self._tx() as conn:
             row = conn.execute(stmt).first()
         return int(row[0]) if row is not None else None
@@ -275,7 +277,9 @@ class JobStore:
         c = self.runs.c
         with self._tx() as conn:
             busy = conn.execute(
-                sa.select(c.id).where(c.job_id == job_id, c.status == "running", c.lease_until >= now).limit(1)
+                sa.select(c.id)
+                .where(c.job_id == job_id, c.status == "running", c.lease_until >= now)
+                .limit(1)
             ).first()
             if busy is not None:
                 raise RuntimeError(f"job {job_id} is running right now; try again later")

@@ -72,7 +72,9 @@ def _metadata() -> tuple[MetaData, dict[str, Table]]:
         "comments",
         meta,
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-        sa.Column("task_id", sa.Integer, sa.ForeignKey("tasks.id", ondelete="CASCADE"), nullable=False, index=True),
+        sa.Column(
+            "task_id", sa.Integer, sa.ForeignKey("tasks.id", ondelete="CASCADE"), nullable=False, index=True
+        ),
         sa.Column("author", sa.String(200), nullable=False),
         sa.Column("body", sa.Text, nullable=False),
         sa.Column("created_at", sa.Float, nullable=False),
@@ -94,7 +96,9 @@ def _metadata() -> tuple[MetaData, dict[str, Table]]:
         "attachments",
         meta,
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-        sa.Column("task_id", sa.Integer, sa.ForeignKey("tasks.id", ondelete="CASCADE"), nullable=False, index=True),
+        sa.Column(
+            "task_id", sa.Integer, sa.ForeignKey("tasks.id", ondelete="CASCADE"), nullable=False, index=True
+        ),
         sa.Column("name", sa.String(255), nullable=False),
         sa.Column("size", sa.Integer, nullable=False),
         sa.Column("sha256", sa.String(64), nullable=False),
@@ -197,7 +201,9 @@ class Board:
             task["comments"] = [
                 dict(r._mapping)
                 for r in conn.execute(
-                    sa.select(c.c.author, c.c.body, c.c.created_at).where(c.c.task_id == task_id).order_by(c.c.id)
+                    sa.select(c.c.author, c.c.body, c.c.created_at)
+                    .where(c.c.task_id == task_id)
+                    .order_by(c.c.id)
                 )
             ]
             task["attachments"] = [
@@ -218,7 +224,7 @@ class Board:
             raise BoardError(f"task #{task_id} has no attachment {attachment_id}")
         return dict(row._mapping)
 
-    def list(
+    def list_tasks(
         self, status: str | None = None, who: str | None = None, limit: int = 200
     ) -> list[dict[str, Any]]:
         """Tasks by priority: open ones by default, ``status`` (or ``all``), held by or assigned to ``who``."""
@@ -295,7 +301,7 @@ class Board:
                 )
                 .returning(self.tasks.c.id)
             ).scalar_one()
-            for dep in dict.fromkeys(depends_on or []):
+            for dep in dict.fromkeys(depends_on or ()):
                 self._add_dep(conn, int(task_id), dep)
         return int(task_id)
 
@@ -315,7 +321,11 @@ class Board:
         ).first()
         if cycle is not None:
             raise BoardError(f"#{task_id} cannot depend on #{dep}: #{dep} already depends on #{task_id}")
-        conn.execute(stores.insert_ignore(self.engine, self.deps, {"task_id": task_id, "depends_on": dep}, ("task_id", "depends_on")))
+        conn.execute(
+            stores.insert_ignore(
+                self.engine, self.deps, {"task_id": task_id, "depends_on": dep}, ("task_id", "depends_on")
+            )
+        )
 
     def _touch(self, conn: Connection, task_id: int, **values: Any) -> None:
         c = self.tasks.c
@@ -395,7 +405,9 @@ class Board:
         if row is None:
             t = self._task(conn, task_id)
             holder = f"it is now held by {t['owner']}" if t["owner"] else f"it is {t['status']} and unclaimed"
-            raise ClaimLost(f"your claim on task #{task_id} is gone ({holder}); claim it again before working on it")
+            raise ClaimLost(
+                f"your claim on task #{task_id} is gone ({holder}); claim it again before working on it"
+            )
         return dict(row._mapping)
 
     def heartbeat(self, task_id: int, me: str, fence: int, lease: float = DEFAULT_LEASE) -> float:
@@ -441,7 +453,9 @@ class Board:
                 .returning(*self.tasks.c)
             ).first()
             if row is None:
-                raise BoardError(f"task #{task_id} is claimed by {t['owner']}; only its holder may block it now")
+                raise BoardError(
+                    f"task #{task_id} is claimed by {t['owner']}; only its holder may block it now"
+                )
             return dict(row._mapping)
 
     def unblock(self, task_id: int) -> dict[str, Any]:
@@ -456,13 +470,17 @@ class Board:
         with self._tx() as conn:
             self._task(conn, task_id)
             conn.execute(
-                self.comments.insert().values(task_id=task_id, author=author, body=body, created_at=self.clock())
+                self.comments.insert().values(
+                    task_id=task_id, author=author, body=body, created_at=self.clock()
+                )
             )
             self._touch(conn, task_id)
 
     def attach(self, task_id: int, author: str, name: str, content: bytes) -> int:
         if len(content) > MAX_ATTACHMENT:
-            raise BoardError(f"{name} is {len(content):,} bytes; attachments are limited to {MAX_ATTACHMENT:,}")
+            raise BoardError(
+                f"{name} is {len(content):,} bytes; attachments are limited to {MAX_ATTACHMENT:,}"
+            )
         with self._tx() as conn:
             self._task(conn, task_id)
             attachment_id = conn.execute(
@@ -503,7 +521,9 @@ class Board:
                 if task_id == other:
                     raise BoardError("a task cannot link to itself")
                 values = {"task_id": task_id, "other_id": other, "kind": kind}
-                conn.execute(stores.insert_ignore(self.engine, self.links, values, ("task_id", "other_id", "kind")))
+                conn.execute(
+                    stores.insert_ignore(self.engine, self.links, values, ("task_id", "other_id", "kind"))
+                )
             self._touch(conn, task_id)
 
     def update(
@@ -531,7 +551,9 @@ class Board:
                 if status == "review":
                     waiting = self._unfinished(conn, task_id)
                     if waiting:
-                        raise BoardError(f"task #{task_id} waits on unfinished dependencies: {', '.join(waiting)}")
+                        raise BoardError(
+                            f"task #{task_id} waits on unfinished dependencies: {', '.join(waiting)}"
+                        )
                 changes.update(owner=None, lease_until=None, blocker=None)
             self._touch(conn, task_id, **changes)
             return self._task(conn, task_id)

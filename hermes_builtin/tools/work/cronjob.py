@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 from hermes_core import CallContext, ToolError, ToolRegistry
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from hermes_core.scheduler import Job, JobStore, Run
 
 __all__ = ["COMMAND_TOOLS", "MAX_JOBS", "job_line", "run_line"]
@@ -92,7 +94,9 @@ def job_line(job: Job, last: Run | None = None) -> str:
         what = f"{job.tool}({args if len(args) <= 200 else args[:200] + '…'})"
     state = "active" if job.enabled else "paused"
     nxt = next_slot(job.schedule, job.anchor, max(time.time(), float(job.last_slot or 0)))
-    line = f"{job.id} '{job.name}' [{state}] {job.schedule} -> {what}; next {_iso(nxt) if job.enabled else '-'}"
+    line = (
+        f"{job.id} '{job.name}' [{state}] {job.schedule} -> {what}; next {_iso(nxt) if job.enabled else '-'}"
+    )
     if job.deliver:
         line += f"; deliver {', '.join(job.deliver)}"
     if last is not None:
@@ -118,7 +122,10 @@ def _store(context: CallContext) -> JobStore:
 def _wake(context: CallContext) -> None:
     """Tell a scheduler running in this process that the jobs changed."""
     if context.host is not None:
-        for wake in context.host.stash("scheduler.wakers", list, cleanup=lambda _w: None):
+        wakers: list[Callable[[], None]] = context.host.stash(
+            "scheduler.wakers", list, cleanup=lambda _w: None
+        )
+        for wake in wakers:
             wake()
 
 
@@ -202,7 +209,9 @@ def _approve(context: CallContext, job: Job, tools: frozenset[str]) -> None:
                 reason += (
                     f"; the command is dangerous ({verdict.reason}) and will need approval again when it runs"
                 )
-        subject = f"cron {job.tool} in {workspace}: {json.dumps(job.arguments, sort_keys=True, ensure_ascii=False)}"
+        subject = (
+            f"cron {job.tool} in {workspace}: {json.dumps(job.arguments, sort_keys=True, ensure_ascii=False)}"
+        )
     else:
         names = ", ".join(sorted(tools & COMMAND_TOOLS))
         reason = f"schedules an agent that may run commands ({names}) later, unattended, in {workspace}"
@@ -225,7 +234,7 @@ def _need_id(job_id: str | None, action: str) -> str:
 def _find(store: JobStore, job_id: str) -> Job:
     job = store.get(job_id)
     if job is None:
-        known = ", ".join(j.id for j in store.list()) or "none"
+        known = ", ".join(j.id for j in store.list_jobs()) or "none"
         raise ToolError(f"no job {job_id!r} (jobs: {known})")
     return job
 
@@ -249,7 +258,7 @@ def cronjob(
     """Create, list, update, pause, resume, remove, run now, or show the runs of scheduled jobs."""
     store = _store(context)
     if action == "list":
-        jobs = store.list()
+        jobs = store.list_jobs()
         if not jobs:
             return "No scheduled jobs."
         lines = []
@@ -265,7 +274,20 @@ def cronjob(
     if action == "run":
         return _run_now(context, store, _need_id(job_id, action))
     if action == "create":
-        return _create(context, store, name, schedule, tool, arguments, prompt, skills, toolsets, model, deliver, catch_up)
+        return _create(
+            context,
+            store,
+            name,
+            schedule,
+            tool,
+            arguments,
+            prompt,
+            skills,
+            toolsets,
+            model,
+            deliver,
+            catch_up,
+        )
     if action not in ("update", "pause", "resume", "remove"):
         raise ToolError(f"unknown action {action!r}")
     job = _find(store, _need_id(job_id, action))
@@ -283,7 +305,9 @@ def cronjob(
         job.enabled = True  # the slots it slept through are skipped: resume counts from now
         job.last_slot = latest_slot(job.schedule, job.anchor, time.time()) or job.last_slot
     else:
-        _update(context, job, name, schedule, tool, arguments, prompt, skills, toolsets, model, deliver, catch_up)
+        _update(
+            context, job, name, schedule, tool, arguments, prompt, skills, toolsets, model, deliver, catch_up
+        )
     store.save(job)
     _wake(context)
     return f"{action.capitalize()}d job {job_line(job)}"
@@ -366,7 +390,9 @@ def _update(
 ) -> None:
     given = (name, schedule, tool, arguments, prompt, skills, toolsets, model, deliver, catch_up)
     if all(v is None for v in given):
-        raise ToolError("update needs at least one field to change (name, schedule, tool, arguments, prompt...)")
+        raise ToolError(
+            "update needs at least one field to change (name, schedule, tool, arguments, prompt...)"
+        )
     if name is not None:
         job.name = " ".join(name.split())
     if schedule is not None:

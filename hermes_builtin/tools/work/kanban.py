@@ -34,7 +34,9 @@ _TASK = {"type": "integer", "minimum": 1}
 _IDS = {"type": "array", "items": {"type": "integer", "minimum": 1}, "maxItems": 20}
 
 
-def _schema(name: str, description: str, props: dict[str, Any], required: tuple[str, ...] = ("task_id",)) -> dict[str, Any]:
+def _schema(
+    name: str, description: str, props: dict[str, Any], required: tuple[str, ...] = ("task_id",)
+) -> dict[str, Any]:
     return {
         "name": name,
         "description": description,
@@ -162,7 +164,9 @@ def _me(context: CallContext, agent: str | None) -> str:
 def _lease(context: CallContext) -> float:
     value = context.plugin_config(TOOLSET).get("lease", DEFAULT_LEASE)
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 1:
-        raise ToolError(f"[plugins.kanban] lease must be a number of seconds >= 1, got {value!r}", retryable=False)
+        raise ToolError(
+            f"[plugins.kanban] lease must be a number of seconds >= 1, got {value!r}", retryable=False
+        )
     return float(value)
 
 
@@ -188,7 +192,11 @@ def _line(t: dict[str, Any], now: float | None = None) -> str:
     claim = ""
     if t.get("owner"):
         left = (t["lease_until"] or 0) - now
-        claim = f" (held by {t['owner']}, lease {left:.0f} s left)" if left >= 0 else f" (lease of {t['owner']} expired)"
+        claim = (
+            f" (held by {t['owner']}, lease {left:.0f} s left)"
+            if left >= 0
+            else f" (lease of {t['owner']} expired)"
+        )
     extra = f" (blocked: {t['blocker']})" if t["status"] == "blocked" and t["blocker"] else ""
     return f"#{t['id']} [{t['status']}]{prio}{who} {t['title']}{claim}{extra} v{t['version']}"
 
@@ -247,7 +255,11 @@ def kanban_list(
 ) -> str:
     board = _board(context)
     me = _me(context, agent)
-    rows = board.ready(me, MAX_LIST + 1) if ready else board.list(status, me if mine else None, MAX_LIST + 1)
+    rows = (
+        board.ready(me, MAX_LIST + 1)
+        if ready
+        else board.list_tasks(status, me if mine else None, MAX_LIST + 1)
+    )
     if not rows:
         return "No task is ready to claim." if ready else "No matching tasks on the board."
     lines = [_line(r) for r in rows[:MAX_LIST]]
@@ -318,9 +330,7 @@ def kanban_heartbeat(task_id: int, agent: str | None = None, *, context: CallCon
 
 
 @_guarded
-def kanban_complete(
-    task_id: int, result: str = "", agent: str | None = None, *, context: CallContext
-) -> str:
+def kanban_complete(task_id: int, result: str = "", agent: str | None = None, *, context: CallContext) -> str:
     board = _board(context)
     task = board.complete(task_id, _me(context, agent), _fence(context, board, task_id), result.strip())
     _claims(context).pop((board.url, task_id), None)
