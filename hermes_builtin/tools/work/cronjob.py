@@ -37,16 +37,14 @@ TOOLSET = "cronjob"
 MAX_JOBS = 100
 MAX_SHOWN = 2_000
 COMMAND_TOOLS = frozenset({"terminal", "execute_code"})
-_LIST = {"type": "array", "items": {"type": "string", "maxLength": 200}, "maxItems": 16}
+_LIST = {"type": "array", "items": {"type": "string"}}
 
 SCHEMA: dict[str, Any] = {
     "name": "cronjob",
     "description": (
-        "Schedule jobs. create: name, schedule, and tool + arguments (one call) or prompt (an agent does the "
-        "task with your tools; optional skills, toolsets, model). schedule: 'every:<N><m|h|d>' or "
-        "'cron:<5-field expr>' in UTC. deliver: file:PATH, session:ID, telegram/discord/slack[:TARGET]. "
-        "list; runs (past runs); update, pause, resume, remove, run (now) take job_id. A missed slot runs "
-        "once later (catch_up skip: not at all)."
+        "Schedule jobs (UTC): every:<N><m|h|d> or cron:<expr>. create: name, schedule, tool+arguments or "
+        "prompt (agent: +skills, toolsets, model). deliver: file:PATH, session:ID, telegram|discord|"
+        "slack[:TARGET]. Other actions need job_id. A missed slot runs once (catch_up=skip: not)."
     ),
     "parameters": {
         "type": "object",
@@ -55,17 +53,17 @@ SCHEMA: dict[str, Any] = {
                 "type": "string",
                 "enum": ["create", "list", "runs", "update", "pause", "resume", "remove", "run"],
             },
-            "job_id": {"type": "string", "maxLength": 64},
-            "name": {"type": "string", "minLength": 1, "maxLength": 100},
-            "schedule": {"type": "string", "minLength": 1, "maxLength": 120},
-            "tool": {"type": "string", "minLength": 1, "maxLength": 128},
+            "job_id": {"type": "string"},
+            "name": {"type": "string"},
+            "schedule": {"type": "string"},
+            "tool": {"type": "string"},
             "arguments": {"type": "object"},
-            "prompt": {"type": "string", "minLength": 1, "maxLength": 20_000},
+            "prompt": {"type": "string"},
             "skills": _LIST,
             "toolsets": _LIST,
-            "model": {"type": "string", "maxLength": 100},
+            "model": {"type": "string"},
             "deliver": _LIST,
-            "catch_up": {"type": "string", "enum": ["once", "skip"]},
+            "catch_up": {"enum": ["once", "skip"]},
         },
         "required": ["action"],
         "additionalProperties": False,
@@ -331,6 +329,8 @@ def _create(
 
     if not (name and schedule):
         raise ToolError("create needs name and schedule, and either tool (+ arguments) or prompt")
+    if len(name) > 100 or len(prompt or "") > 20_000 or any(len(v or []) > 16 for v in (skills, toolsets, deliver)):
+        raise ToolError("too long: name up to 100 characters, prompt 20,000, at most 16 skills/toolsets/targets")
     if (tool is None) == (prompt is None):
         raise ToolError("give either 'tool' (+ 'arguments': one call) or 'prompt' (an agent job), not both")
     if prompt is None and (skills or toolsets or model):
