@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from hermes_core import ToolRegistry, ToolSystem, hookimpl
-from hermes_core.scheduler import Job, JobStore, Run, Scheduler, ScheduleError, next_slot, parse_schedule
+from hermes_core.scheduler import Job, JobStore, Run, ScheduleError, Scheduler, next_slot, parse_schedule
 from hermes_core.testing import unguarded
 
 T0 = 1_700_000_000  # 2023-11-14 22:13:20 UTC
@@ -249,7 +249,9 @@ def test_failing_jobs_are_recorded_and_do_not_stop_others(system: ToolSystem, tm
     assert log.read_text(encoding="utf-8") == "good\n"
 
 
-def test_a_run_in_progress_refuses_run_now_and_skips_its_next_slot(system: ToolSystem, tmp_path: Path) -> None:
+def test_a_run_in_progress_refuses_run_now_and_skips_its_next_slot(
+    system: ToolSystem, tmp_path: Path
+) -> None:
     import threading
 
     log = tmp_path / "log.txt"

@@ -12,16 +12,18 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agent"))  # the scripted model server
 
-from pg_server import PostgresServer, server_binaries  # noqa: E402
+from pg_server import PostgresServer, server_binaries
 
-import hermes_builtin.plugin  # noqa: E402
-from hermes_core import ToolSystem  # noqa: E402
+import hermes_builtin.plugin
+from hermes_core import ToolSystem
 
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
     if server_binaries() is None:
-        pytest.skip("PostgreSQL's server binaries are not installed (apt-get install postgresql; .ci/run does)")
+        pytest.skip(
+            "PostgreSQL's server binaries are not installed (apt-get install postgresql; .ci/run does)"
+        )
     server = PostgresServer().start()
     try:
         yield server

@@ -46,16 +46,49 @@ class PostgresServer:
             os.chown(self.root, NOBODY, NOBODY)
         env = {**os.environ, "HOME": str(self.root), "LC_ALL": "C"}
         subprocess.run(
-            [*self._as_owner(), str(self.bindir / "initdb"), "-D", str(data), "-U", "hermes", "-A", "trust",
-             "--no-sync", "-E", "UTF8"],
-            check=True, capture_output=True, env=env, timeout=120,
+            [
+                *self._as_owner(),
+                str(self.bindir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                "hermes",
+                "-A",
+                "trust",
+                "--no-sync",
+                "-E",
+                "UTF8",
+            ],
+            check=True,
+            capture_output=True,
+            env=env,
+            timeout=120,
         )
         log = open(self.root / "server.log", "wb")  # noqa: SIM115  (kept open for the server's life)
         self.proc = subprocess.Popen(
-            [*self._as_owner(), str(self.bindir / "postgres"), "-D", str(data), "-k", str(self.root),
-             "-c", "listen_addresses=", "-p", str(self.port), "-c", "fsync=off", "-c", "max_connections=200",
-             "-c", "full_page_writes=off", "-c", "synchronous_commit=off"],
-            stdout=log, stderr=subprocess.STDOUT, env=env,
+            [
+                *self._as_owner(),
+                str(self.bindir / "postgres"),
+                "-D",
+                str(data),
+                "-k",
+                str(self.root),
+                "-c",
+                "listen_addresses=",
+                "-p",
+                str(self.port),
+                "-c",
+                "fsync=off",
+                "-c",
+                "max_connections=200",
+                "-c",
+                "full_page_writes=off",
+                "-c",
+                "synchronous_commit=off",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
         )
         socket = self.root / f".s.PGSQL.{self.port}"
         deadline = time.monotonic() + 60

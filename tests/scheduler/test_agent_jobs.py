@@ -71,7 +71,11 @@ def test_an_agent_job_reads_its_workspace_and_delivers_its_answer_to_a_file_and_
     assert report.name == time.strftime("%Y-%m-%d.md", time.gmtime(run.slot))
     assert report.read_text() == "Three notes: alpha, beta, gamma.\n"
     assert not (elsewhere / "reports").exists()
-    assert run.output.startswith("Three notes") and "written to" in run.output and "session digests" in run.output
+    assert (
+        run.output.startswith("Three notes")
+        and "written to" in run.output
+        and "session digests" in run.output
+    )
     found = system.call("session_search", {"query": "alpha beta gamma"})
     assert "digests" in found and run.session_id in found  # the answer and the whole run are in the store
     assert [r.status for r in store.history("digest")] == ["ok"]
@@ -114,7 +118,11 @@ def test_an_agent_job_delivers_to_telegram_through_send_message(
     httpserver.expect_request(f"/bot{token}/sendMessage", method="POST").respond_with_json(
         {"ok": True, "result": {"message_id": 7, "chat": {"id": -100}}}
     )
-    telegram = {"bot_token": token, "base_url": httpserver.url_for("/").rstrip("/"), "default_chat_id": "-100"}
+    telegram = {
+        "bot_token": token,
+        "base_url": httpserver.url_for("/").rstrip("/"),
+        "default_chat_id": "-100",
+    }
     with ScriptedLLM([say("Daily digest: all green.")]) as llm:
         system = make_system(config={"models": _models(llm), "plugins": {"telegram": telegram}})
         JobStore.for_system(system).add(_agent_job(workspace, deliver=["telegram"]))

@@ -16,7 +16,7 @@ from hermes_core.scheduler import Job, JobStore
 HERE = Path(__file__).resolve().parent
 WORKERS = str(HERE / "workers.py")
 
-APPEND_PLUGIN = '''
+APPEND_PLUGIN = """
 import os
 from hermes_core import registry
 
@@ -30,7 +30,7 @@ registry.register(
     schema={"name": "append_line", "description": "Append a line.", "parameters": {"type": "object",
             "properties": {"path": {"type": "string"}, "text": {"type": "string"}}, "required": ["path", "text"]}},
 )
-'''
+"""
 
 
 def _drop_in(home: Path) -> None:
@@ -89,11 +89,13 @@ def test_a_job_due_every_minute_runs_once_per_minute_with_two_processes(
 
 
 def test_ten_processes_claiming_at_once_never_double_claim(store_url: str) -> None:
-    board = Board(stores.store_url(store_url, Path('unused.db')))
+    board = Board(stores.store_url(store_url, Path("unused.db")))
     ids = [board.create(f"task {i}", created_by="test") for i in range(6)]
     start = time.time() + 3.0  # every process is waiting by then
     procs = [
-        subprocess.Popen([sys.executable, WORKERS, "claim", store_url, str(start)], stdout=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, WORKERS, "claim", store_url, str(start)], stdout=subprocess.PIPE, text=True
+        )
         for _ in range(10)
     ]
     results = [p.communicate(timeout=90)[0].strip() for p in procs]

@@ -32,15 +32,30 @@ def _job(workspace: Path, log: Path, anchor: int) -> Job:
     )
 
 
-def test_cron_serve_and_mcp_serve_alive_together_run_a_due_slot_once(make_system: Any, workspace: Path) -> None:
+def test_cron_serve_and_mcp_serve_alive_together_run_a_due_slot_once(
+    make_system: Any, workspace: Path
+) -> None:
     log = workspace / "ticks.txt"
     system = make_system()
     store = JobStore.for_system(system)
     slot = int(time.time()) + 8  # after both processes are up
     store.add(_job(workspace, log, slot - 60))
     env = {**os.environ, "HERMES_LOAD_PLUGINS": "builtin"}
-    serve = subprocess.Popen([*HERMES, "cron", "serve", "--tick", "0.5"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    mcp = subprocess.Popen([*HERMES, "mcp", "serve"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    serve = subprocess.Popen(
+        [*HERMES, "cron", "serve", "--tick", "0.5"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    mcp = subprocess.Popen(
+        [*HERMES, "mcp", "serve"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         while time.time() < slot + 6 and not (log.exists() and store.history("tick")[0].status != "running"):
             time.sleep(0.2)
@@ -92,7 +107,11 @@ def test_config_jobs_are_synced_into_the_store(make_system: Any, workspace: Path
     config = {
         "scheduler": {
             "jobs": {
-                "digest": {"schedule": "cron:0 7 * * *", "prompt": "Summarise.", "deliver": "file:d/{date}.md"},
+                "digest": {
+                    "schedule": "cron:0 7 * * *",
+                    "prompt": "Summarise.",
+                    "deliver": "file:d/{date}.md",
+                },
                 "bad": {"schedule": "every:5s", "tool": "todo"},
             }
         }
@@ -113,6 +132,11 @@ def test_config_jobs_are_synced_into_the_store(make_system: Any, workspace: Path
     store = JobStore.for_system(system)
     sync_config_jobs(system, store)
     (job,) = store.list_jobs()
-    assert (job.id, job.kind, job.deliver, job.source) == ("config-digest", "agent", ["file:d/{date}.md"], "config")
+    assert (job.id, job.kind, job.deliver, job.source) == (
+        "config-digest",
+        "agent",
+        ["file:d/{date}.md"],
+        "config",
+    )
     refused = system.call("cronjob", {"action": "remove", "job_id": "config-digest"})
     assert "comes from the config file" in refused

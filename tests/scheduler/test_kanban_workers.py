@@ -29,7 +29,9 @@ def test_a_lapsed_heartbeat_lease_frees_the_claim_and_fences_the_old_worker(make
     late = call("kanban_complete", {"task_id": 1, "result": "stale"}, session_id="w1")
     assert "your claim on task #1 is gone" in late and "held by w2" in late
     assert "your claim" in call("kanban_heartbeat", {"task_id": 1}, session_id="w1")
-    assert call("kanban_complete", {"task_id": 1, "result": "indexed"}, session_id="w2").startswith("Done: #1 [done]")
+    assert call("kanban_complete", {"task_id": 1, "result": "indexed"}, session_id="w2").startswith(
+        "Done: #1 [done]"
+    )
     shown = call("kanban_show", {"task_id": 1})
     assert "result: indexed" in shown and "stale" not in shown
 

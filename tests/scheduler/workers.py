@@ -31,7 +31,6 @@ def scheduler(store: str, t0: float, speed: float, seconds: float) -> None:
 
 def claim(store: str, start: float) -> None:
     from hermes_builtin.kanban import Board
-
     from hermes_core.stores import store_url
 
     board = Board(store_url(store, None))

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_core import stores
+import hermes_core.stores as stores
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine, MetaData, Table

@@ -329,8 +329,14 @@ def _create(
 
     if not (name and schedule):
         raise ToolError("create needs name and schedule, and either tool (+ arguments) or prompt")
-    if len(name) > 100 or len(prompt or "") > 20_000 or any(len(v or []) > 16 for v in (skills, toolsets, deliver)):
-        raise ToolError("too long: name up to 100 characters, prompt 20,000, at most 16 skills/toolsets/targets")
+    if (
+        len(name) > 100
+        or len(prompt or "") > 20_000
+        or any(len(v or []) > 16 for v in (skills, toolsets, deliver))
+    ):
+        raise ToolError(
+            "too long: name up to 100 characters, prompt 20,000, at most 16 skills/toolsets/targets"
+        )
     if (tool is None) == (prompt is None):
         raise ToolError("give either 'tool' (+ 'arguments': one call) or 'prompt' (an agent job), not both")
     if prompt is None and (skills or toolsets or model):
