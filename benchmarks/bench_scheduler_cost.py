@@ -38,7 +38,10 @@ def main() -> None:
         for _ in range(args.rounds):
             for name, flag in (("off", "False"), ("on", "True")):
                 out = subprocess.run(
-                    [sys.executable, "-c", CHILD.format(scheduler=flag)], env=env, capture_output=True, text=True
+                    [sys.executable, "-c", CHILD.format(scheduler=flag)],
+                    env=env,
+                    capture_output=True,
+                    text=True,
                 )
                 times[name].append(float(out.stdout.strip().splitlines()[-1]))
     for name, values in times.items():
