@@ -11,8 +11,8 @@ from ._app import HermesGroup, cli
 from ._approvals import approvals_group
 from ._call import EXIT_CODES, call_command
 from ._config_cmd import config_group
-from ._env import env_group
 from ._cron import cron_group
+from ._env import env_group
 from ._mcp import mcp_group
 from ._plugins import plugins_group
 from ._sandbox import sandbox_group
