@@ -10,8 +10,12 @@ module of ``hermes_core`` is an implementation detail, and ``tests/test_layering
 - ``hermes_core.security``: the command and path guards, approvals and the redactor
 - ``hermes_core.fileio``: atomic writes and file access that never follows a planted link
 - ``hermes_core.safehttp``: HTTP clients held to a network policy (the SSRF guard)
-- ``hermes_core.sandbox``: the execution layer every tool that runs code goes through
+- ``hermes_core.sandbox``: the execution layer's walls, which every tool that runs code goes through
+- ``hermes_core.environments``: where a session's commands and files live (local, and plugin kinds)
 - ``hermes_core.content``: a call's result as provider content parts
+- ``hermes_core.selection``: the tool-search names (``SEARCH_TOOL``, ``ToolDoc``, ``Ranker``) ranker plugins use
+- ``hermes_core.scheduler``: the scheduled jobs the cronjob tool makes
+- ``hermes_core.stores``: the SQL layer the scheduler and the kanban board share
 - ``hermes_core.doctor``: the plugin doctor (``run_doctor(system)``), as ``hermes plugins doctor`` runs it
 - ``hermes_core.testing``: the pytest plugin for plugin authors
 - ``hermes_core.cli``: the ``hermes`` command, for plugin commands (``current_system()``)

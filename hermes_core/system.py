@@ -10,7 +10,7 @@ from typing import Any, Literal, TypeVar
 
 from . import paths
 from .config import Config, load_config
-from .context import CallContext, Guard, workspace_override
+from .context import CallContext, Guard, approver_override, workspace_override
 from .decisions import CallOutcome
 from .host import AskUser, SystemHost
 from .plugins import PluginHost, PluginRecord
@@ -18,6 +18,7 @@ from .plugins._hooks import HookRunner
 from .registry import ToolEntry, ToolRegistry
 from .schema import SchemaChecker
 from .selection import ALL, Availability, Names, Selector, Toolsets, names_key
+from .selection.deferral import Deferral, LoadedTools, SearchResult, SearchSettings
 from .session import Session, Sessions
 from .stash import Stash
 
@@ -27,6 +28,7 @@ log = logging.getLogger("hermes")
 
 T = TypeVar("T")
 ToolCallSpec = tuple[str, Any] | Mapping[str, Any]
+_LOADED = "tools.loaded"  # the session stash key of its LoadedTools
 
 
 def _env_list(var: str) -> list[str] | None:
@@ -34,6 +36,11 @@ def _env_list(var: str) -> list[str] | None:
     if raw is None:
         return None
     return [p.strip() for p in raw.split(",") if p.strip()]
+
+
+def _scheduler_opted_in(config: Config) -> bool:
+    settings = config.data.get("scheduler")
+    return isinstance(settings, dict) and settings.get("in_process") is True
 
 
 def _env_flag(var: str) -> bool:
@@ -88,6 +95,10 @@ class ToolSystem:
             config_disabled_tools=self.config.disabled_tools,
             owner=self,
         )
+        self.search_settings = SearchSettings.from_config(self.config)
+        self._search_mode = self.search_settings.mode
+        self.deferral = Deferral(self.selector, self.search_settings, self._tool_rankers)
+        self._rankers: dict[str, Any] | None = None
         from .pipeline import Pipeline
         from .pipeline._guard import LazyGuard
 
@@ -109,6 +120,7 @@ class ToolSystem:
         self.pipeline.closers.append(self.sessions.close_all)  # sessions close before the system's stash
         self._closed = False
         self._mcp: Any = None  # the MCP client (hermes_core.mcp.client.McpClients) once servers start
+        self._scheduler: Any = None  # hermes_core.scheduler.Scheduler once start_scheduler() ran
 
     def _security_gate(self) -> Guard:
         from .pipeline._guard import SecurityGuard  # the security layer loads with the first guarded action
@@ -157,8 +169,8 @@ class ToolSystem:
             host=self._host,
             ask_user=ask_user if ask_user is not None else self.ask_user,
             guard=self._guard,
-            enabled=enabled,
-            approver=approver,
+            enabled=self.selector.selected(enabled),
+            approver=approver if approver is not None else approver_override(),  # a scheduled job's
         )
 
     # -- sessions ----------------------------------------------------------------------------------------
@@ -194,6 +206,7 @@ class ToolSystem:
         mcp: bool = True,
         enabled: Names = None,
         disabled: Names = None,
+        scheduler: bool | None = None,
     ) -> ToolSystem:
         """Build a system: read the config, load entry points, drop-ins and ``plugins``, run their hooks.
 
@@ -205,6 +218,9 @@ class ToolSystem:
         ``enabled``/``disabled`` (toolsets or tool names) set the host's selection, replacing the config's: it is
         what ``definitions()`` offers and all that ``call()``, ``acall()`` and ``call_many()`` will run when a
         call passes no selection of its own; a call to any other tool is refused with a message for the model.
+
+        ``scheduler=True`` (or ``[scheduler] in_process = true``) runs the scheduled jobs in this process
+        (``start_scheduler``); without it nothing of the scheduler is imported.
         """
         cfg = load_config(config)
         if strict is None:
@@ -256,6 +272,8 @@ class ToolSystem:
         system.availability.start(system.registry.entries())  # every check at once, off the call path
         if mcp and cfg.mcp_servers:
             system._start_mcp()
+        if scheduler or (scheduler is None and _scheduler_opted_in(cfg)):
+            system.start_scheduler()
         return system
 
     def _check_plugin_config(self) -> None:
@@ -318,6 +336,24 @@ class ToolSystem:
             raise KeyError(f"no MCP server named {name!r} (none configured)")
         return bool(self._mcp.restart(name))
 
+    # -- scheduler ---------------------------------------------------------------------------------------
+
+    @property
+    def scheduler(self) -> Any:
+        """The ``hermes_core.scheduler.Scheduler`` running in this process, or None."""
+        return self._scheduler
+
+    def start_scheduler(self, **options: Any) -> Any:
+        """Run the scheduled jobs in this process (a daemon thread, stopped by ``close``) and return the
+        ``Scheduler``; ``options`` go to its constructor. Several processes may do this: each slot runs once."""
+        if self._scheduler is None:
+            from .scheduler import Scheduler
+
+            self._scheduler = Scheduler(self, **options)
+            self.on_close(self._scheduler.stop)
+        self._scheduler.start()
+        return self._scheduler
+
     # -- plugins -----------------------------------------------------------------------------------------
 
     def register_plugin(self, plugin: object, name: str | None = None) -> PluginRecord:
@@ -332,6 +368,7 @@ class ToolSystem:
             self.plugins.run_register_toolsets(self._define_plugin_toolsets, only=plugin)
             self._check_plugin_config()
         self.pipeline.refresh_hooks()
+        self._forget_rankers()
         return record
 
     def unregister_plugin(self, name: str) -> None:
@@ -344,6 +381,11 @@ class ToolSystem:
                 self.registry.deregister(entry.name)
         self.toolsets.remove_plugin(name)
         self.pipeline.refresh_hooks()
+        self._forget_rankers()
+
+    def _forget_rankers(self) -> None:
+        self._rankers = None
+        self.deferral.forget()
 
     def plugin_records(self) -> list[PluginRecord]:
         return list(self.plugins.records.values())
@@ -382,15 +424,76 @@ class ToolSystem:
         disabled_tools: Names = None,
         *,
         format: str = "openai",
+        search: str | None = None,
+        session_id: str | None = None,
     ) -> list[dict[str, Any]]:
         """The tool definitions the model may see this turn, in ``format`` (openai, anthropic, gemini, mcp).
 
         ``enabled`` defaults to the config's ``toolsets.enabled`` (else every tool). Tools whose check fails or
-        whose required environment variables are unset are left out. The returned dicts are shared: do not
-        mutate them.
+        whose required environment variables are unset are left out. ``search`` (``auto``, ``on``, ``off``;
+        default ``[tools] search``, itself ``auto``) defers tools behind ``tool_search`` when the selection does
+        not fit the budget: then the core tools, ``tool_search`` and the tools session ``session_id`` (default:
+        the system's) has loaded are sent (see ``hermes_core.selection.deferral``). An agent loop calls this
+        every turn with its session. The returned dicts are shared: do not mutate them.
         """
         selector = self.selector
-        return list(selector.definitions(selector.select(enabled, disabled, disabled_tools), format))
+        sel = selector.select(enabled, disabled, disabled_tools)
+        mode = search or self._search_mode
+        deferred = sel.deferred.get(mode)
+        if deferred is False:  # the common case: everything fits (or search is off)
+            rendered = sel.rendered.get(format)
+            return list(rendered if rendered is not None else selector.definitions(sel, format))
+        if deferred is None:
+            deferred = sel.deferred[mode] = self.deferral.defers(sel, self.deferral.mode(mode))
+            if not deferred:
+                return list(selector.definitions(sel, format))
+        session = self.sessions.peek(session_id or self.session_id)
+        loaded = session.peek(_LOADED) if session is not None else None
+        return list(self.deferral.definitions(sel, format, loaded))
+
+    def loaded_tools(self, session_id: str | None = None) -> LoadedTools:
+        """The deferred tools session ``session_id`` (default: the system's) has loaded, with its search counts."""
+        return self.session(session_id).stash(_LOADED, LoadedTools, cleanup=lambda _loaded: None)
+
+    def search_tools(
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        enabled: Names = None,
+        disabled: Names = None,
+        session_id: str | None = None,
+        available: frozenset[str] | None = None,
+        load: bool = True,
+        everything: bool = False,
+    ) -> SearchResult:
+        """Search the deferrable tools of a selection (``available``, else ``enabled``/``disabled``) for
+        ``query``, or load ``select:NAME,NAME``. With ``load`` the matches are loaded into session
+        ``session_id`` and sent in full on its next turns; ``everything`` ranks the core tools too."""
+        if available is None:
+            available = self.selector.select(enabled, disabled, None).available
+        loaded = self.loaded_tools(session_id) if load else None
+        return self.deferral.search(available, query, max(1, int(limit)), loaded, everything)
+
+    def _note_calls(
+        self, names: Iterable[str], enabled: Names, disabled: Names, session_id: str | None
+    ) -> None:
+        """Calls of deferred tools by exact name load them into the session (and are counted)."""
+        available = self.selector.select(enabled, disabled, None).available
+        loaded = self.loaded_tools(session_id)
+        for name in names:
+            if isinstance(name, str) and name in available:
+                self.deferral.note_call(name, available, loaded)
+
+    def _tool_rankers(self) -> dict[str, Any]:
+        """Ranker factories by name, from every plugin's ``register_tool_rankers`` (asked once per plugin set)."""
+        if self._rankers is None:
+            found: dict[str, Any] = {}
+            for answer in self.hooks.call("register_tool_rankers") or ():
+                if isinstance(answer, Mapping):
+                    found.update({str(k): v for k, v in answer.items() if callable(v)})
+            self._rankers = found
+        return self._rankers
 
     def hidden(
         self, enabled: Names = None, disabled: Names = None, disabled_tools: Names = None
@@ -416,9 +519,12 @@ class ToolSystem:
 
         ``approver``/``ask_user`` answer for this call instead of the system's (an MCP client, a chat window).
         """
-        return self.pipeline.run(
+        outcome = self.pipeline.run(
             name, arguments, enabled, disabled, session_id, call_id, approver, ask_user
-        ).result
+        )
+        if self.deferral.active:
+            self._note_calls((name,), enabled, disabled, session_id)
+        return outcome.result
 
     def call_outcome(
         self,
@@ -433,7 +539,12 @@ class ToolSystem:
         ask_user: AskUser | None = None,
     ) -> CallOutcome:
         """Like ``call`` but returns the whole ``CallOutcome`` (status, duration, error kind and id)."""
-        return self.pipeline.run(name, arguments, enabled, disabled, session_id, call_id, approver, ask_user)
+        outcome = self.pipeline.run(
+            name, arguments, enabled, disabled, session_id, call_id, approver, ask_user
+        )
+        if self.deferral.active:
+            self._note_calls((name,), enabled, disabled, session_id)
+        return outcome
 
     async def acall(
         self,
@@ -451,6 +562,8 @@ class ToolSystem:
         outcome = await self.pipeline.arun(
             name, arguments, enabled, disabled, session_id, call_id, approver, ask_user
         )
+        if self.deferral.active:
+            self._note_calls((name,), enabled, disabled, session_id)
         return outcome.result
 
     async def acall_outcome(
@@ -465,9 +578,12 @@ class ToolSystem:
         approver: Any = None,
         ask_user: AskUser | None = None,
     ) -> CallOutcome:
-        return await self.pipeline.arun(
+        outcome = await self.pipeline.arun(
             name, arguments, enabled, disabled, session_id, call_id, approver, ask_user
         )
+        if self.deferral.active:
+            self._note_calls((name,), enabled, disabled, session_id)
+        return outcome
 
     def call_many(
         self,
@@ -486,8 +602,14 @@ class ToolSystem:
         in call order and one failure does not affect the others. At most ``max_parallel`` calls run at once
         (default: ``[limits] max_parallel_calls``, 32).
         """
-        outcomes = self.pipeline.run_many(
-            list(calls), enabled, disabled, session_id, max_parallel, approver, ask_user
+        outcomes = self.call_many_outcomes(
+            calls,
+            enabled=enabled,
+            disabled=disabled,
+            session_id=session_id,
+            max_parallel=max_parallel,
+            approver=approver,
+            ask_user=ask_user,
         )
         return [o.result for o in outcomes]
 
@@ -503,9 +625,12 @@ class ToolSystem:
         ask_user: AskUser | None = None,
     ) -> list[CallOutcome]:
         """Like ``call_many`` but returns each call's whole ``CallOutcome``."""
-        return self.pipeline.run_many(
+        outcomes = self.pipeline.run_many(
             list(calls), enabled, disabled, session_id, max_parallel, approver, ask_user
         )
+        if self.deferral.active:
+            self._note_calls([o.name for o in outcomes], enabled, disabled, session_id)
+        return outcomes
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 

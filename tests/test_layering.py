@@ -29,6 +29,19 @@ ALLOWED_CIRCLES = {
     frozenset({"hermes_core.security._analyze", "hermes_core.security._rules"}),
     # a path's risk is judged with the protected-state rules, which classify paths with the target helpers
     frozenset({"hermes_core.security._protected", "hermes_core.security._targets"}),
+    # context.environment makes the session's environment (environments), which runs in the sandbox, which reads
+    # the workspace override and ApprovalDenied from context: to break it, those two move below the sandbox
+    frozenset(
+        {
+            "hermes_core.context",
+            "hermes_core.environments",
+            "hermes_core.environments._local",
+            "hermes_core.environments._registry",
+            "hermes_core.sandbox",
+            "hermes_core.sandbox._ready",
+            "hermes_core.sandbox._sandbox",
+        }
+    ),
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -162,8 +163,9 @@ def call_command(name: str, arguments: tuple[str, ...], toolsets: tuple[str, ...
     string keeps the text as typed (command=true runs `true`), others are read as JSON (n=3 a number,
     flag=true a boolean, tags='["a"]' a list). An argument name the tool does not take is a usage error.
     On a terminal, dangerous actions ask for approval and tools may ask questions; otherwise anything needing
-    approval is denied. A call that takes more than a second shows a spinner and its elapsed time on stderr
-    (a terminal only); Ctrl-C stops it (exit status 130).
+    approval is denied. The call runs in a session of its own that ends with the command: its shell state, its
+    private /tmp and any background process it started end too. A call that takes more than a second shows a
+    spinner and its elapsed time on stderr (a terminal only); Ctrl-C stops it (exit status 130).
 
     \b
     Exit status: 0 ok, 1 error, 3 blocked (a policy hook refused it), 4 denied (not approved),
@@ -189,8 +191,13 @@ def call_command(name: str, arguments: tuple[str, ...], toolsets: tuple[str, ...
     args = parse_call_arguments(arguments, entry.parameters if entry is not None else None)
     if entry is not None:
         check_argument_names(entry, args)
-    with progress:  # a spinner and the elapsed time on stderr once the call takes more than a second
-        outcome = system.call_outcome(name, args, enabled=list(toolsets) or None)
+    # one session for this process: its shell and environment last as long as the command, and end with it
+    session = f"cli-{os.getpid()}"
+    try:
+        with progress:  # a spinner and the elapsed time on stderr once the call takes more than a second
+            outcome = system.call_outcome(name, args, enabled=list(toolsets) or None, session_id=session)
+    finally:
+        system.close_session(session)
     if as_json:
         emit_json(
             {

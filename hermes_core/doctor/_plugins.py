@@ -34,6 +34,7 @@ def record_problems(
         out.append(
             Problem("error", record.name, lost.check, f"lost its tool {tool!r}: {lost.message}", lost.fix)
         )
+    out.extend(_unit_problems(record))
     for problem in record.config_problems:
         out.append(
             Problem("error", record.name, "config", problem["message"], config_fix(problem, config_file))
@@ -96,6 +97,34 @@ def record_problems(
             )
         )
     return out
+
+
+def _unit_fix(record: PluginRecord, unit: str, error: str) -> str:
+    """The fix for one part of a plugin that failed alone (the rest of the plugin loaded)."""
+    if error.startswith(("ModuleNotFoundError", "ImportError")) and "'" in error:
+        missing = error.split("'")[1]
+        if not missing.startswith(unit.split(".")[0]):
+            return f"install the missing module '{missing.split('.')[0]}' (pip install ...) to get {unit}'s tools"
+    reinstall = (
+        f"pip install --force-reinstall {record.distribution}" if record.distribution else "reinstall it"
+    )
+    if error.startswith("SyntaxError"):
+        return f"fix the syntax error in {unit} ({reinstall} if you did not change it)"
+    return f"fix the error raised while loading {unit} ({reinstall} if you did not change it)"
+
+
+def _unit_problems(record: PluginRecord) -> list[Problem]:
+    """One error per part of a loaded plugin that failed alone: its tools are missing, the others are there."""
+    return [
+        Problem(
+            "error",
+            record.name,
+            "import",
+            f"{unit} failed to load, so its tools are missing (the plugin's other tools loaded): {error}",
+            _unit_fix(record, unit, error),
+        )
+        for unit, error in sorted(record.failed_units.items())
+    ]
 
 
 def _policy_problems(record: PluginRecord, fix: str) -> list[Problem]:

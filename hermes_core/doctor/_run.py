@@ -10,7 +10,7 @@ from ._imports import import_check
 from ._mcp import mcp_problems
 from ._plugins import hook_problems, record_problems, version_problems
 from ._report import DoctorReport, unique
-from ._setup import override_problems, sandbox_problems, toolset_problems
+from ._setup import environment_problems, override_problems, sandbox_problems, toolset_problems
 from ._tools import check_problems, disabled_problems, schema_problems, signature_problems
 
 if TYPE_CHECKING:
@@ -53,6 +53,7 @@ def run_doctor(system: ToolSystem, *, timeout: float = 30.0, verbose: bool = Fal
         mcp_problems,
         override_problems,
         sandbox_problems,
+        environment_problems,
     ):
         report.problems.extend(check(system))
     report.problems = unique(report.problems)

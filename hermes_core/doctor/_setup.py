@@ -9,7 +9,7 @@ from ._report import Problem
 if TYPE_CHECKING:
     from ..system import ToolSystem
 
-__all__ = ["override_problems", "sandbox_problems", "toolset_problems"]
+__all__ = ["environment_problems", "override_problems", "sandbox_problems", "toolset_problems"]
 
 
 def toolset_problems(system: ToolSystem) -> list[Problem]:
@@ -81,3 +81,10 @@ def sandbox_problems(system: ToolSystem) -> list[Problem]:
         Problem(d.severity, "sandbox", "sandbox", d.message, d.fix)
         for d in diagnose(system.config, system.workspace)
     ]
+
+
+def environment_problems(system: ToolSystem) -> list[Problem]:
+    """Whether the session environment can start (else the fix), and plugin kinds registered wrongly."""
+    from ..environments._diagnose import diagnose
+
+    return [Problem(f.severity, "environment", "environment", f.message, f.fix) for f in diagnose(system)]

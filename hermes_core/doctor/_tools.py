@@ -100,9 +100,8 @@ def check_problems(system: ToolSystem, verbose: bool = False) -> list[Problem]:
                     )
                 )
             continue
-        out.append(
-            Problem("warning", plugin, "check", f"tool {name!r} is hidden: {reason}", check_fix(reason))
-        )
+        fix = system.availability.fixes.get(name) or check_fix(reason)
+        out.append(Problem("warning", plugin, "check", f"tool {name!r} is hidden: {reason}", fix))
     if designed and not verbose:
         plugins = sorted(set(designed.values()))
         shown = ", ".join(sorted(designed)[:4]) + (

@@ -13,6 +13,7 @@ that ends the call early fills in why, and ``_finish`` shapes the result.
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import json
 import logging
@@ -556,7 +557,7 @@ class Pipeline:
                     with gate:
                         return one(i)
 
-                futures = {i: pool.submit(gated, i) for i in batch}
+                futures = {i: pool.submit(contextvars.copy_context().run, gated, i) for i in batch}
                 for i, fut in futures.items():
                     results[i] = fut.result()
             batch.clear()

@@ -78,6 +78,8 @@ class PluginRecord:
     on_failure: str = (
         ""  # for a failed plugin: "refuse" (calls are blocked) or "continue" (they run without it)
     )
+    # parts of a loaded plugin that failed alone (``register_tools`` returned them): unit -> reason
+    failed_units: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -99,6 +101,7 @@ class PluginRecord:
             "config_problems": [dict(p) for p in self.config_problems],
             "unmarked": list(self.unmarked),
             "on_failure": self.on_failure,
+            "failed_units": dict(self.failed_units),
         }
 
 
@@ -191,6 +194,22 @@ class PluginHost:
         advice = refusal_advice(record, str(err))
         log.info("plugin %r lost its tool %r: %s; fix: %s", record.name, tool, advice.message, advice.fix)
         announce_once(record.name, tool, advice.message, advice.fix)
+
+    def _partial(self, record: PluginRecord, failed: object) -> None:
+        """Record the units a plugin's ``register_tools`` says failed alone (its other tools stay loaded)."""
+        if not isinstance(failed, Mapping):
+            log.warning(
+                "plugin %r: register_tools returned %r, not a mapping of failed units", record.name, failed
+            )
+            return
+        record.failed_units.update({str(unit): str(reason) for unit, reason in failed.items()})
+        units = len(record.failed_units)
+        record.note = f"{units} part{'s' if units != 1 else ''} failed to load (see hermes plugins doctor)"
+        for unit, reason in failed.items():
+            log.error("plugin %r: %s failed to load: %s", record.name, unit, reason)
+        if self.strict:
+            unit, reason = next(iter(record.failed_units.items()))
+            raise PluginLoadError(f"plugin {record.name!r}: {unit} failed to load: {reason}")
 
     def _record(self, record: PluginRecord) -> PluginRecord:
         if record.name in self.records and self.records[record.name].status != "blocked":
@@ -419,6 +438,8 @@ class PluginHost:
             record.tools = [e.name for e in self.registry.entries() if e.plugin == record.name]
             if self.hooks.trace:
                 trace(f"register_tools {record.name} -> registered {record.tools}")
+            if step.value:
+                self._partial(record, step.value)
 
     def run_register_toolsets(
         self, define_many: Callable[[dict[str, Any], str], None], only: object = None

@@ -2,7 +2,8 @@
 
 A check is ``check_fn()`` or, when it declares a ``system`` parameter, ``check_fn(system)``. It returns a truth
 value, ``(ok, reason)``, or ``Unavailable(reason, by_design=True)`` for a tool that is hidden on purpose in this
-setting (``clarify`` without a way to ask the user): the doctor does not count that as a problem.
+setting (``clarify`` without a way to ask the user): the doctor does not count that as a problem; an
+``Unavailable`` with a ``fix`` gives the doctor its remedy.
 
 Checks never run on the caller's thread. Each run is started on a daemon thread of its own, all of them at once
 (when the system is loaded, and for new or expired verdicts when a selection is resolved), and has a deadline
@@ -57,8 +58,8 @@ class _Run:
         self.verdict: Verdict | None = None
 
 
-Verdict = tuple[bool, str, bool]
-"""``(ok, reason, hidden by design)``."""
+Verdict = tuple[bool, str, bool, str]
+"""``(ok, reason, hidden by design, the remedy the check named or "")``."""
 
 
 class Availability:
@@ -76,6 +77,7 @@ class Availability:
         self.by_design: set[str] = (
             set()
         )  # tools whose last verdict hid them on purpose (Unavailable.by_design)
+        self.fixes: dict[str, str] = {}  # tool -> the remedy its last Unavailable verdict named
 
     def invalidate(self) -> None:
         """Forget every verdict (the next question runs the checks again)."""
@@ -117,6 +119,7 @@ class Availability:
             if reason is not None or check is None:
                 out[name] = (reason is None, reason or "")
                 self.by_design.discard(name)
+                self.fixes.pop(name, None)
                 continue
             answer = self._answers.get(check)
             if answer is not None and answer[0] > now:
@@ -144,11 +147,15 @@ class Availability:
         return out, frozenset(pending)
 
     def _verdict(self, name: str, verdict: Verdict) -> tuple[bool, str]:
-        ok, reason, by_design = verdict
+        ok, reason, by_design, fix = verdict
         if by_design:
             self.by_design.add(name)
         else:
             self.by_design.discard(name)
+        if fix:
+            self.fixes[name] = fix
+        else:
+            self.fixes.pop(name, None)
         return ok, reason
 
     def _run_for(self, check: Callable[..., Any]) -> _Run:
@@ -165,7 +172,7 @@ class Availability:
                 return run
             run = self._runs[check] = _Run(self.timeout)
         if self._closed:
-            self._answer(check, run, (False, "the tool system is closed", False))
+            self._answer(check, run, (False, "the tool system is closed", False, ""))
             return run
         threading.Thread(target=self._execute, args=(check, run), name="hermes-check", daemon=True).start()
         return run
@@ -178,7 +185,7 @@ class Availability:
             log.warning(
                 "check %s raised %s: %s", getattr(check, "__qualname__", check), type(err).__name__, err
             )
-            verdict: Verdict = (False, f"check raised {type(err).__name__}: {err}", False)
+            verdict: Verdict = (False, f"check raised {type(err).__name__}: {err}", False, "")
         else:
             verdict = _judge(result)
         self._answer(check, run, verdict)
@@ -210,7 +217,7 @@ def _unknown(run: _Run) -> str:
 def _judge(result: object) -> Verdict:
     """``(ok, reason, by design)`` from what a check returned."""
     if isinstance(result, Unavailable):
-        return False, result.reason or "check failed", result.by_design
+        return False, result.reason or "check failed", result.by_design, result.fix or ""
     if isinstance(result, tuple) and len(result) == 2:  # (ok, reason) from a check that explains itself
-        return bool(result[0]), str(result[1] or ("" if result[0] else "check failed")), False
-    return (True, "", False) if result else (False, "check_fn returned False", False)
+        return bool(result[0]), str(result[1] or ("" if result[0] else "check failed")), False, ""
+    return (True, "", False, "") if result else (False, "check_fn returned False", False, "")
