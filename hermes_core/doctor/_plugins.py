@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from typing import TYPE_CHECKING
 
-from ..plugins._fixes import config_fix, failure_advice, import_fix, refusal_advice, short_name
+from ..plugins._fixes import config_fix, failure_advice, import_fix, refusal_advice, short_name, unmarked_fix
 from ..plugins._policy import POLICY_HOOKS
 from ._report import Problem
 
@@ -47,7 +47,7 @@ def record_problems(
                 "hooks",
                 f"defines {name} without @hookimpl, so it never runs"
                 + (" and registers no tool" if name == "register_tools" else ""),
-                f"decorate {name} with @hookimpl (from hermes_core import hookimpl)",
+                unmarked_fix(name),
             )
         )
     if record.status == "loaded" and not probe.ok and probe.error:

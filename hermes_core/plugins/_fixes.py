@@ -73,6 +73,11 @@ def clash_fix(record: PluginRecord, tool: str, *, builtin: bool) -> str:
     )
 
 
+def unmarked_fix(hook: str) -> str:
+    """The fix for a function named after a hook but missing ``@hookimpl``."""
+    return f"decorate {hook} with @hookimpl (from hermes_core import hookimpl)"
+
+
 def config_fix(problem: dict[str, str], where: str) -> str:
     """The fix for a ``[plugins.<section>]`` value of the wrong shape (``PluginRecord.config_problems``)."""
     if not problem.get("section"):

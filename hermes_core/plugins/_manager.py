@@ -39,7 +39,7 @@ from ..registry import (
 )
 from ._dropin import scan_directory
 from ._entrypoints import EntryPointInfo, discover
-from ._fixes import config_fix, failure_advice, refusal_advice
+from ._fixes import config_fix, failure_advice, refusal_advice, unmarked_fix
 from ._hooks import HookRunner, refusals
 from ._policy import POLICY_HOOKS, Refusal, declared_hooks, failure_mode, unmarked_hooks
 from ._precedence import Arbiter, announce_once, first_party_module, is_first_party_entry_point
@@ -228,6 +228,14 @@ class PluginHost:
         self.records[record.name] = record
         return record
 
+    @staticmethod
+    def _say_unmarked(record: PluginRecord) -> None:
+        for name in record.unmarked:
+            fix = unmarked_fix(name)
+            log.error(
+                "plugin %r defines %s without @hookimpl, so it never runs; fix: %s", record.name, name, fix
+            )
+
     def _add_to_pm(self, record: PluginRecord, plugin: object) -> bool:
         record.unmarked = unmarked_hooks(plugin)
         try:
@@ -243,13 +251,7 @@ class PluginHost:
         record.hooks = sorted(
             {impl.name for impl in self.pm.get_hookcallers(plugin) or []}  # type: ignore[attr-defined]
         )
-        for name in record.unmarked:
-            log.error(
-                "plugin %r defines %s without @hookimpl, so it never runs; fix: decorate it with @hookimpl "
-                "(from hermes_core import hookimpl)",
-                record.name,
-                name,
-            )
+        self._say_unmarked(record)
         return True
 
     # -- sources -----------------------------------------------------------------------------------------
@@ -359,6 +361,7 @@ class PluginHost:
             self._add_to_pm(record, module)
         else:
             record.unmarked = unmarked_hooks(module)
+            self._say_unmarked(record)
             if not (record.tools or record.refused or record.unmarked):
                 record.note = "imported, but it registered no tool and implements no hook" + (
                     f" ({detail})" if detail else ""
