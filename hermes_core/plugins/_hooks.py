@@ -542,7 +542,7 @@ class HookRunner:
         caller = getattr(self.pm.hook, hook)
         impls = caller.get_hookimpls()
         known = self._generic.get(hook)
-        if known is not None and known[0] == impls:  # the same implementations as last time: reuse their callers
+        if known is not None and known[0] == impls:  # the same implementations as last time: same callers
             _, spec, plain, wrapped = known
         else:
             spec = _spec_args(caller) or tuple(kwargs)
@@ -562,7 +562,7 @@ class HookRunner:
                 self._trace(hook, impl, values, spec, result)
             return result
 
-        if not wrapped:  # pluggy's answer without pluggy: the non-None results in call order, or the first one
+        if not wrapped:  # pluggy's answer without pluggy: the non-None results in order, or the first one
             first = caller.spec is not None and caller.spec.opts.get("firstresult")
             results = []
             for impl in plain:
