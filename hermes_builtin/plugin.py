@@ -59,3 +59,10 @@ def on_agent_message(system: Any, session_id: str, message: dict[str, Any]) -> N
     from .sessions import record_agent_message
 
     record_agent_message(system, session_id, message)
+
+
+@hookimpl
+def agent_context(system: Any, tools: frozenset[str]) -> str | None:
+    from .agent_context import starting_context
+
+    return starting_context(system, tools)

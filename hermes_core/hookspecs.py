@@ -58,3 +58,12 @@ def register_commands(cli: Any) -> None:
 @hookspec
 def on_agent_message(system: ToolSystem, session_id: str, message: dict[str, Any]) -> None:
     """Observe each message an agent loop adds to a conversation (user, assistant, tool). Raising is logged."""
+
+
+@hookspec
+def agent_context(system: ToolSystem, session_id: str, tools: frozenset[str]) -> str | None:
+    """Text an agent should know from the start, added to its system prompt before each model request.
+
+    ``tools`` names the tools the agent may use in that request. Return a section (a heading and a few lines)
+    or None; return the same text while nothing changed. Raising is logged and the section is left out.
+    """
