@@ -66,6 +66,7 @@ class Reply:
     error_at: int | None = None
     stream_error: dict[str, Any] | None = None
     cut_at: int | None = None
+    wait: float = 0.0  # seconds of silence before the answer's headers (a server still reading the prompt)
 
 
 def say(text: str, **options: Any) -> Reply:
@@ -182,7 +183,7 @@ class ScriptedLLM:
         self.signatures: dict[str, str] = {}  # signature -> the thinking it signs (what this server sent)
         self.redactions: set[str] = set()
         handler = type("Handler", (_Handler,), {"llm": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _Server(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         self.openai_url = f"http://127.0.0.1:{self.port}/v1"
@@ -259,6 +260,14 @@ class ScriptedLLM:
         return data
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that hung up (a cancel) is normal
+            super().handle_error(request, client_address)
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # as real servers do: no 40 ms stall between headers and body
@@ -276,6 +285,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.llm.strict:
             request.problems = self.llm.check(request)
         reply = self.llm.next_reply(request)
+        if reply.wait:
+            time.sleep(reply.wait)
         if reply.status >= 400:
             self._send_json(reply.body or _error_body(request, reply), reply.status, reply.headers)
             return
