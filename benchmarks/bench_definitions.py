@@ -65,7 +65,7 @@ def child(kind: str, home: str) -> None:
         return
     from hermes_core import ToolRegistry
     from hermes_core.schema import SchemaChecker
-    from hermes_core.toolsets import Toolsets
+    from hermes_core.selection import Toolsets
 
     count = 2_000 if kind == "unseen" else 10_000
     salt = f"u{time.time_ns()}" if kind == "unseen" else ""

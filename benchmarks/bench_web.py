@@ -59,7 +59,7 @@ def page(paragraphs: int = 2500) -> str:
 
 
 def conversion(repeat: int) -> None:
-    from hermes_builtin.tools._web_extract import html_to_markdown
+    from hermes_builtin.tools.web._web_extract import html_to_markdown
 
     markup = page()
     base, subject = [], []

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hermes_core import ToolSystem
+    from hermes_core import Host
 
-    from .tools.skills import Skill
+    from .tools.work.skills import Skill
 
 MEMORY_CHARS = 3_500
 SKILLS_CHARS = 2_000
@@ -21,7 +21,7 @@ _DESCRIPTION_CHARS = 120
 _LABELS = {"user": "About the user", "notes": "Notes"}
 
 
-def starting_context(system: ToolSystem, tools: frozenset[str]) -> str | None:
+def starting_context(system: Host, tools: frozenset[str]) -> str | None:
     """The sections for ``tools``: the memory (with ``memory``) and the skills index (with ``skill_view``)."""
     sections = []
     if "memory" in tools:
@@ -34,8 +34,8 @@ def starting_context(system: ToolSystem, tools: frozenset[str]) -> str | None:
 
 def memory_section(data_dir: Path) -> str:
     """The memory entries of every target, newest last, cut at ``MEMORY_CHARS`` with a note saying so."""
-    from .tools._state import read_json
-    from .tools.memory import TARGETS, TOOLSET, _valid
+    from .tools.work._state import read_json
+    from .tools.work.memory import TARGETS, TOOLSET, _valid
 
     lines: list[str] = []
     left = 0
@@ -69,9 +69,9 @@ def memory_section(data_dir: Path) -> str:
     )
 
 
-def skills_section(system: ToolSystem) -> str:
+def skills_section(system: Host) -> str:
     """One line per skill (user skills override bundled ones), cut at ``SKILLS_CHARS``."""
-    from .tools.skills import BUNDLED_DIR, TOOLSET
+    from .tools.work.skills import BUNDLED_DIR, TOOLSET
 
     cache: dict[Path, tuple[tuple[int, int], Skill]] = system.stash("agent_context.skills", dict)
     skills = _scan(BUNDLED_DIR, True, cache)
@@ -97,7 +97,7 @@ def skills_section(system: ToolSystem) -> str:
 
 def _scan(root: Path, bundled: bool, cache: dict[Path, tuple[tuple[int, int], Any]]) -> dict[str, Skill]:
     """The skills under ``root``; a SKILL.md is parsed again only when its size or mtime changed."""
-    from .tools.skills import NAME_RE, _read_meta
+    from .tools.work.skills import NAME_RE, _read_meta
 
     found: dict[str, Skill] = {}
     try:

@@ -21,7 +21,7 @@ def add_commands(cli: click.Group) -> None:
         """Run the jobs that are due (once, or in a loop with --loop). Prints one line per run."""
         from hermes_core.cli import current_system
 
-        from .tools.cronjob import JobRun, run_due_jobs, run_loop
+        from .tools.work.cronjob import JobRun, run_due_jobs, run_loop
 
         system = current_system()
 

@@ -116,7 +116,7 @@ class SessionStore:
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
-            from .tools._state import connect_sqlite, immediate
+            from .tools.work._state import connect_sqlite, immediate
 
             conn = connect_sqlite(self.path)
             with immediate(conn):

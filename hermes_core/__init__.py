@@ -11,7 +11,6 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from . import registry
-from ._availability import Unavailable
 from ._registry import (
     InvalidSchemaError,
     Provenance,
@@ -23,9 +22,11 @@ from ._registry import (
     ToolRegistry,
 )
 from .context import ApprovalDenied, CallContext
-from .decisions import Attachment, Block, CallOutcome, RequireApproval, Rewrite, ToolOutput
+from .decisions import Attachment, Block, CallOutcome, RequireApproval, Rewrite, ToolOutput, Unavailable
 from .errors import ToolError, tool_error, tool_result
 from .hookspecs import hookimpl
+from .host import Host
+from .session import Session
 
 if TYPE_CHECKING:
     from .system import ToolSystem
@@ -41,12 +42,14 @@ __all__ = [
     "Block",
     "CallContext",
     "CallOutcome",
+    "Host",
     "InvalidSchemaError",
     "Provenance",
     "RegistrationError",
     "RequireApproval",
     "ReservedToolName",
     "Rewrite",
+    "Session",
     "ToolAlreadyRegistered",
     "ToolEntry",
     "ToolError",

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from .errors import ToolError
 
 if TYPE_CHECKING:
-    from .system import ToolSystem
+    from .host import AskUser, Host
+    from .session import Session
 
 __all__ = ["ApprovalDenied", "CallContext", "Guard", "calls_in_workspace", "workspace_override"]
 
-AskUser = Callable[[str, Sequence[str] | None], str]
 T = TypeVar("T")
 _unbound_stash: Any = None  # the stash of contexts made without a system (tests, scripts)
 _WORKSPACE: ContextVar[Path | None] = ContextVar("hermes_workspace", default=None)
@@ -61,11 +61,24 @@ class Guard(Protocol):
 class CallContext:
     """Who is calling and how to reach the user; handlers opt in with a ``context`` parameter.
 
-    ``guard_command`` and ``guard_path`` run the security layer and the approval flow: they return when
-    the action may go ahead and raise ``ApprovalDenied`` (a ``ToolError``) when it may not.
+    ``host`` is the tool system as tools see it (``hermes_core.host.Host``: config, stash, sessions, calls
+    through the pipeline); ``session`` this conversation's state. ``guard_command`` and ``guard_path`` run the
+    security layer and the approval flow: they return when the action may go ahead and raise ``ApprovalDenied``
+    (a ``ToolError``) when it may not. ``approver`` is the approver of this call when its caller brought one
+    (an MCP client, a chat UI), else None: the system's approver decides.
     """
 
-    __slots__ = ("_asker", "_guard", "call_id", "enabled", "session_id", "system", "tool_name", "workspace")
+    __slots__ = (
+        "_asker",
+        "_guard",
+        "approver",
+        "call_id",
+        "enabled",
+        "host",
+        "session_id",
+        "tool_name",
+        "workspace",
+    )
 
     def __init__(
         self,
@@ -74,32 +87,44 @@ class CallContext:
         session_id: str = "default",
         workspace: Path | None = None,
         tool_name: str = "",
-        system: ToolSystem | None = None,
+        host: Host | None = None,
         ask_user: AskUser | None = None,
         guard: Guard | None = None,
         enabled: frozenset[str] | None = None,
+        approver: Any = None,
     ) -> None:
         self.call_id = call_id
         self.session_id = session_id
         self.workspace = workspace if workspace is not None else Path.cwd()
         self.tool_name = tool_name
-        self.system = system
+        self.host = host
         self._asker = ask_user
         self._guard = guard
         self.enabled = enabled
+        self.approver = approver
 
     def derive(self, *, call_id: str, tool_name: str) -> CallContext:
-        """A copy for another call of the same session (same workspace, user and guard)."""
+        """A copy for another call of the same session (same workspace, user, approver and guard)."""
         return CallContext(
             call_id=call_id,
             session_id=self.session_id,
             workspace=self.workspace,
             tool_name=tool_name,
-            system=self.system,
+            host=self.host,
             ask_user=self._asker,
             guard=self._guard,
             enabled=self.enabled,
+            approver=self.approver,
         )
+
+    @property
+    def session(self) -> Session:
+        """This call's session (its state is released when the session closes); without a host, one of its own."""
+        if self.host is not None:
+            return self.host.session(self.session_id)
+        from .session import Session
+
+        return Session(self.session_id)
 
     @property
     def can_ask_user(self) -> bool:
@@ -143,16 +168,17 @@ class CallContext:
     @property
     def data_dir(self) -> Path:
         """The data directory of this system (tools keep their state below it)."""
-        if self.system is not None:
-            return self.system.data_dir
+        if self.host is not None:
+            return self.host.data_dir
         from . import paths
 
         return paths.data_dir()
 
     def stash(self, key: str, factory: Callable[[], T], cleanup: Callable[[T], Any] | None = None) -> T:
-        """Per-system state (see ``ToolSystem.stash``); without a system, one process-wide stash."""
-        if self.system is not None:
-            return self.system.stash(key, factory, cleanup)
+        """Per-system state (see ``ToolSystem.stash``; per-session state: ``context.session.stash``); without a
+        host, one process-wide stash."""
+        if self.host is not None:
+            return self.host.stash(key, factory, cleanup)
         global _unbound_stash
         if _unbound_stash is None:
             from .stash import Stash
@@ -162,6 +188,6 @@ class CallContext:
 
     def plugin_config(self, name: str) -> dict[str, Any]:
         """The ``[plugins.<name>]`` section of the configuration (secrets resolved)."""
-        if self.system is None:
+        if self.host is None:
             return {}
-        return self.system.plugin_config(name)
+        return self.host.plugin_config(name)

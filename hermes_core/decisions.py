@@ -1,11 +1,21 @@
-"""What a ``pre_tool_call`` hook may return, and what every call ends as (``CallOutcome``)."""
+"""What a ``pre_tool_call`` hook may return, what a check may return (``Unavailable``), and what every call ends
+as (``CallOutcome``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Attachment", "Block", "CallOutcome", "RequireApproval", "Rewrite", "Status", "ToolOutput"]
+__all__ = [
+    "Attachment",
+    "Block",
+    "CallOutcome",
+    "RequireApproval",
+    "Rewrite",
+    "Status",
+    "ToolOutput",
+    "Unavailable",
+]
 
 Status = Literal["ok", "error", "blocked", "denied"]
 
@@ -114,3 +124,21 @@ class CallOutcome:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+
+class Unavailable:
+    """What a check returns to hide its tool with a reason; ``by_design`` marks a tool that is meant to be hidden
+    in this setting (the host did not provide what it needs), which ``hermes plugins doctor`` does not report
+    as a problem."""
+
+    __slots__ = ("by_design", "reason")
+
+    def __init__(self, reason: str, *, by_design: bool = False) -> None:
+        self.reason = reason
+        self.by_design = by_design
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"Unavailable({self.reason!r}, by_design={self.by_design})"

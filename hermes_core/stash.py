@@ -74,6 +74,10 @@ class Stash:
                 log.exception("cleaning up stashed %r failed", key)
         return value
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def __contains__(self, key: object) -> bool:
         return key in self._values
 

@@ -4,42 +4,29 @@ from __future__ import annotations
 
 import logging
 import os
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from . import paths
-from ._availability import Availability, takes_system
 from .config import Config, load_config
-from .context import AskUser, CallContext, Guard, workspace_override
+from .context import CallContext, Guard, workspace_override
 from .decisions import CallOutcome
+from .host import AskUser, SystemHost
 from .plugins import PluginHost, PluginRecord
+from .plugins._hooks import HookRunner
 from .registry import ToolEntry, ToolRegistry
-from .schema import SchemaChecker, render
+from .schema import SchemaChecker
+from .selection import ALL, Availability, Names, Selector, Toolsets, names_key
+from .session import Session, Sessions
 from .stash import Stash
-from .toolsets import ALL, Toolsets
 
 __all__ = ["ToolSystem"]
 
 log = logging.getLogger("hermes")
 
-Names = Sequence[str] | str | None
 T = TypeVar("T")
 ToolCallSpec = tuple[str, Any] | Mapping[str, Any]
-
-
-_DEFAULT_KEY = (None, None, None)
-_monotonic = time.monotonic
-
-
-def _names_key(value: Names) -> tuple[str, ...] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return (value,)
-    return tuple(value)
 
 
 def _env_list(var: str) -> list[str] | None:
@@ -51,20 +38,6 @@ def _env_list(var: str) -> list[str] | None:
 
 def _env_flag(var: str) -> bool:
     return os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}
-
-
-@dataclass(slots=True)
-class _Selection:
-    """The resolved tools of one (enabled, disabled, disabled_tools) key: valid for one registry generation and
-    toolsets version, until ``expires``."""
-
-    generation: int
-    toolsets_version: int
-    expires: float
-    available: frozenset[str]
-    selected: frozenset[str]
-    hidden: dict[str, str]
-    rendered: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 class ToolSystem:
@@ -89,11 +62,11 @@ class ToolSystem:
         checker = SchemaChecker(self.cache_dir / "schema-verdicts.json") if check_schemas else None
         self._schema_checker = checker
         self.registry = ToolRegistry(schema_checker=checker)
-        self.host = PluginHost(
+        self.plugins = PluginHost(
             self.registry, strict=strict, blocked=blocked, overrides=self.config.tool_overrides
         )
         self.toolsets = Toolsets(self.registry)
-        self.host.on_evict = self.toolsets.remove_plugin
+        self.plugins.on_evict = self.toolsets.remove_plugin
         self.toolset_errors: list[str] = []
         self.availability = Availability(
             ttl=self.config.check_ttl, timeout=self.config.check_timeout, system=self
@@ -103,44 +76,99 @@ class ToolSystem:
         self.session_id = session_id
         self.ask_user = ask_user
         self.approver = approver
-        self._selections: dict[tuple[Any, ...], _Selection] = {}
-        self._default_selection: _Selection | None = None
-        self._default_enabled = tuple(self.config.enabled_toolsets or (ALL,))
-        self._default_disabled: tuple[str, ...] | None = None  # the host's selection (load(disabled=...))
+        self.selector = Selector(
+            self.registry,
+            self.toolsets,
+            self.availability,
+            default_enabled=tuple(self.config.enabled_toolsets or (ALL,)),
+            config_disabled=self.config.disabled_toolsets,
+            config_disabled_tools=self.config.disabled_tools,
+            owner=self,
+        )
         from .pipeline import Pipeline
+        from .pipeline._guard import LazyGuard
 
+        self._guard = LazyGuard(self._security_gate)
+        self._host = SystemHost(self)
+        self.sessions = Sessions()
         self.pipeline = Pipeline(
             tools=self.registry.view(),
-            select=self._selection,
+            select=self.selector.select,
             config=self.config,
-            hooks=self.host.hooks,
-            security=self._security_gate,
+            hooks=self.plugins.hooks,
+            guard=self._guard,
             new_context=self._new_context,
             results_dir=self.results_dir,
         )
         self._stash = Stash()
         self.pipeline.closers.append(self._stash.close)  # first in, so closed last of the closers
+        self.pipeline.closers.append(self.sessions.close_all)  # sessions close before the system's stash
         self._closed = False
         self._mcp: Any = None  # the MCP client (hermes_core.mcp.client.McpClients) once servers start
 
     def _security_gate(self) -> Guard:
         from .pipeline._guard import SecurityGuard  # the security layer loads with the first guarded action
 
-        return SecurityGuard(self)
+        return SecurityGuard(self.config, self.approver, self.results_dir)
+
+    @property
+    def guard(self) -> Guard:
+        """The security gate of this system's calls: command and path guards and the approval flow (built on first
+        use). Assign another ``Guard`` to replace it (``hermes_core.testing.unguarded`` does, for the sandbox's
+        tests)."""
+        return self._guard
+
+    @guard.setter
+    def guard(self, guard: Guard) -> None:
+        self._guard.use(guard)
+
+    @property
+    def host(self) -> SystemHost:
+        """This system as its tools see it (``context.host``): the narrow ``hermes_core.host.Host`` protocol."""
+        return self._host
+
+    def tool(self, name: str) -> ToolEntry | None:
+        """The registered entry of tool ``name`` (read-only), or None."""
+        return self.registry.get(name)
+
+    @property
+    def hooks(self) -> HookRunner:
+        """The hook runner: every hook of this system's plugins is called through it (``hooks.call``, ``each``)."""
+        return self.plugins.hooks
 
     def _new_context(
-        self, call_id: str, session_id: str | None, tool_name: str, enabled: frozenset[str], guard: Guard
+        self,
+        call_id: str,
+        session_id: str | None,
+        tool_name: str,
+        enabled: frozenset[str],
+        approver: Any = None,
+        ask_user: AskUser | None = None,
     ) -> CallContext:
         return CallContext(
             call_id=call_id,
             session_id=session_id or self.session_id,
             workspace=workspace_override() or self.workspace,  # a cron job runs in its recorded workspace
             tool_name=tool_name,
-            system=self,
-            ask_user=self.ask_user,
-            guard=guard,
+            host=self._host,
+            ask_user=ask_user if ask_user is not None else self.ask_user,
+            guard=self._guard,
             enabled=enabled,
+            approver=approver,
         )
+
+    # -- sessions ----------------------------------------------------------------------------------------
+
+    def session(self, session_id: str | None = None) -> Session:
+        """The open session ``session_id`` (default: the system's own ``session_id``), opened on first use.
+
+        Per-conversation state lives there (``session.stash``) and is released by ``close_session`` or ``close``.
+        """
+        return self.sessions.get(session_id or self.session_id)
+
+    def close_session(self, session_id: str) -> bool:
+        """End session ``session_id``: its processes, environment and other state are released now."""
+        return self.sessions.close(session_id)
 
     # -- construction ------------------------------------------------------------------------------------
 
@@ -189,32 +217,32 @@ class ToolSystem:
             blocked=blocked_all,
         )
         if enabled is not None:
-            system._default_enabled = _names_key(enabled) or ()
+            system.selector.default_enabled = names_key(enabled) or ()
         if disabled is not None:
-            system._default_disabled = _names_key(disabled)
-        host = system.host
+            system.selector.default_disabled = names_key(disabled)
+        manager = system.plugins
         if load_entry_points:
             only = _env_list("HERMES_LOAD_PLUGINS")
             if only is None:
                 only = cfg.load_plugins
-            host.load_entry_points(
+            manager.load_entry_points(
                 system.cache_dir / "entry-points.json", frozenset(only) if only is not None else None
             )
         # the built-ins register before any drop-in file runs or any other plugin is added: they own their names
         others = []
         for plugin in plugins:
-            if host.is_first_party_object(plugin):
-                host.add_plugin(plugin)
+            if manager.is_first_party_object(plugin):
+                manager.add_plugin(plugin)
             else:
                 others.append(plugin)
-        host.run_register_tools(first_party_only=True)
+        manager.run_register_tools(first_party_only=True)
         if plugins_dir is not False:
             directory = Path(plugins_dir).expanduser() if plugins_dir is not None else paths.plugins_dir()
-            host.load_directory(directory, system.cache_dir)
+            manager.load_directory(directory, system.cache_dir)
         for plugin in others:
-            host.add_plugin(plugin)
-        host.run_register_tools()
-        host.run_register_toolsets(system._define_plugin_toolsets)
+            manager.add_plugin(plugin)
+        manager.run_register_tools()
+        manager.run_register_toolsets(system._define_plugin_toolsets)
         for name, spec in cfg.custom_toolsets.items():
             system._define_config_toolset(name, spec)
         if system._schema_checker is not None:
@@ -226,9 +254,9 @@ class ToolSystem:
 
     def _define_plugin_toolsets(self, specs: Mapping[str, Any], plugin: str | None) -> None:
         """A plugin's composite toolsets; a built-in composite (``hermes-cli``...) is the built-ins' alone."""
-        from .toolsets import ToolsetError
+        from .selection import ToolsetError
 
-        first_party = self.host.arbiter.first_party
+        first_party = self.plugins.arbiter.first_party
         if plugin not in first_party:
             owners = self.toolsets.composites()
             for name in specs:
@@ -242,7 +270,7 @@ class ToolSystem:
 
     def _define_config_toolset(self, name: str, spec: Any) -> None:
         """A ``[toolsets.custom]`` entry; a bad one is recorded (the doctor shows it), not fatal."""
-        from .toolsets import ToolsetError
+        from .selection import ToolsetError
 
         try:
             self.toolsets.define(name, spec, "config")
@@ -287,18 +315,18 @@ class ToolSystem:
         Its tools and toolsets are registered as at load time: a ``register_tools`` that raises leaves nothing
         behind and is recorded on the returned record (raised in strict mode).
         """
-        record = self.host.add_plugin(plugin, name)
+        record = self.plugins.add_plugin(plugin, name)
         if record.status == "loaded":
-            self.host.run_register_tools(only=plugin)
-            self.host.run_register_toolsets(self._define_plugin_toolsets, only=plugin)
+            self.plugins.run_register_tools(only=plugin)
+            self.plugins.run_register_toolsets(self._define_plugin_toolsets, only=plugin)
         self.pipeline.refresh_hooks()
         return record
 
     def unregister_plugin(self, name: str) -> None:
         """Remove a plugin's hooks, its tools and its toolsets."""
-        plugin = self.host.pm.get_plugin(name)
+        plugin = self.plugins.pm.get_plugin(name)
         if plugin is not None:
-            self.host.pm.unregister(plugin)
+            self.plugins.pm.unregister(plugin)
         for entry in self.registry.entries():
             if entry.plugin == name:
                 self.registry.deregister(entry.name)
@@ -306,7 +334,7 @@ class ToolSystem:
         self.pipeline.refresh_hooks()
 
     def plugin_records(self) -> list[PluginRecord]:
-        return list(self.host.records.values())
+        return list(self.plugins.records.values())
 
     def plugin_config(self, name: str) -> dict[str, Any]:
         """The ``[plugins.<name>]`` section of the configuration, with env/file secrets resolved."""
@@ -314,61 +342,11 @@ class ToolSystem:
 
     # -- selection ---------------------------------------------------------------------------------------
 
-    def _selection(self, enabled: Names, disabled: Names, disabled_tools: Names) -> _Selection:
-        if enabled is None and disabled is None and disabled_tools is None:
-            sel = self._default_selection  # the common case, kept out of the dict
-            key: tuple[Any, ...] = _DEFAULT_KEY
-        else:
-            key = (_names_key(enabled), _names_key(disabled), _names_key(disabled_tools))
-            sel = self._selections.get(key)
-        registry_generation = self.registry.generation
-        toolsets_version = self.toolsets.version
-        if (
-            sel is not None
-            and sel.generation == registry_generation
-            and sel.toolsets_version == toolsets_version
-            and sel.expires > _monotonic()
-        ):
-            return sel
-        sel = self._resolve(key, (registry_generation, toolsets_version), sel)
-        if key is _DEFAULT_KEY:
-            self._default_selection = sel
-        return sel
-
-    def _resolve(self, key: tuple[Any, ...], stamp: tuple[int, int], prior: _Selection | None) -> _Selection:
-        enabled, disabled, disabled_tools = key
-        selected = self.toolsets.resolve(
-            enabled if enabled is not None else self._default_enabled,
-            disabled
-            if disabled is not None
-            else (
-                self._default_disabled
-                if self._default_disabled is not None
-                else self.config.disabled_toolsets
-            ),
-            disabled_tools if disabled_tools is not None else self.config.disabled_tools,
-        )
-        entries = [e for e in self.registry.entries() if e.name in selected]
-        verdicts = self.availability.verdicts(entries)
-        available = frozenset(n for n, (ok, _) in verdicts.items() if ok)
-        hidden = {n: reason for n, (ok, reason) in verdicts.items() if not ok}
-        sel = _Selection(*stamp, time.monotonic() + self.availability.ttl, available, selected, hidden)
-        if (
-            prior is not None
-            and (prior.generation, prior.toolsets_version) == stamp
-            and prior.available == available
-        ):
-            sel.rendered = prior.rendered  # same tools, same schemas: keep the rendered lists
-        if len(self._selections) > 256:
-            self._selections.clear()
-        self._selections[key] = sel
-        return sel
-
     def available(
         self, enabled: Names = None, disabled: Names = None, disabled_tools: Names = None
     ) -> frozenset[str]:
         """Names of the tools the model may see (and run) for this selection right now."""
-        return self._selection(enabled, disabled, disabled_tools).available
+        return self.selector.select(enabled, disabled, disabled_tools).available
 
     def availability_of(self, name: str) -> tuple[bool, str]:
         """``(ok, reason)`` for one registered tool, ignoring toolset selection."""
@@ -379,27 +357,11 @@ class ToolSystem:
 
     def invalidate_checks(self) -> None:
         """Drop cached check verdicts, so the next ``definitions()`` or call re-runs every check."""
-        self.availability.invalidate()
-        self._selections.clear()
-        self._default_selection = None
+        self.selector.invalidate()
 
     def tool_schema(self, entry: ToolEntry, available: frozenset[str]) -> dict[str, Any]:
         """The schema the model sees for ``entry``: registered schema plus its dynamic overrides."""
-        schema = entry.schema
-        if entry.description != schema.get("description", ""):
-            schema = {**schema, "description": entry.description}
-        if entry.dynamic_schema_overrides is not None:
-            override = entry.dynamic_schema_overrides
-            try:
-                extra = override(available, system=self) if takes_system(override) else override(available)
-            except Exception:
-                log.exception(
-                    "dynamic_schema_overrides of tool %r failed; using the registered schema", entry.name
-                )
-                extra = None
-            if extra:
-                schema = {**schema, **extra, "name": entry.name}
-        return schema
+        return self.selector.tool_schema(entry, available)
 
     def definitions(
         self,
@@ -415,22 +377,14 @@ class ToolSystem:
         whose required environment variables are unset are left out. The returned dicts are shared: do not
         mutate them.
         """
-        sel = self._selection(enabled, disabled, disabled_tools)
-        rendered = sel.rendered.get(format)
-        if rendered is None:
-            rendered = [
-                render(self.tool_schema(e, sel.available), format)
-                for e in self.registry.entries()
-                if e.name in sel.available
-            ]
-            sel.rendered[format] = rendered
-        return list(rendered)
+        selector = self.selector
+        return list(selector.definitions(selector.select(enabled, disabled, disabled_tools), format))
 
     def hidden(
         self, enabled: Names = None, disabled: Names = None, disabled_tools: Names = None
     ) -> dict[str, str]:
         """Selected tools that are hidden now, with the reason (missing env var, failing check...)."""
-        return dict(self._selection(enabled, disabled, disabled_tools).hidden)
+        return dict(self.selector.select(enabled, disabled, disabled_tools).hidden)
 
     # -- calls -------------------------------------------------------------------------------------------
 
@@ -443,9 +397,16 @@ class ToolSystem:
         disabled: Names = None,
         session_id: str | None = None,
         call_id: str | None = None,
+        approver: Any = None,
+        ask_user: AskUser | None = None,
     ) -> str:
-        """Run one tool call through the pipeline and return what the model should see. Never raises."""
-        return self.pipeline.run(name, arguments, enabled, disabled, session_id, call_id).result
+        """Run one tool call through the pipeline and return what the model should see. Never raises.
+
+        ``approver``/``ask_user`` answer for this call instead of the system's (an MCP client, a chat window).
+        """
+        return self.pipeline.run(
+            name, arguments, enabled, disabled, session_id, call_id, approver, ask_user
+        ).result
 
     def call_outcome(
         self,
@@ -456,9 +417,11 @@ class ToolSystem:
         disabled: Names = None,
         session_id: str | None = None,
         call_id: str | None = None,
+        approver: Any = None,
+        ask_user: AskUser | None = None,
     ) -> CallOutcome:
         """Like ``call`` but returns the whole ``CallOutcome`` (status, duration, error kind and id)."""
-        return self.pipeline.run(name, arguments, enabled, disabled, session_id, call_id)
+        return self.pipeline.run(name, arguments, enabled, disabled, session_id, call_id, approver, ask_user)
 
     async def acall(
         self,
@@ -469,9 +432,13 @@ class ToolSystem:
         disabled: Names = None,
         session_id: str | None = None,
         call_id: str | None = None,
+        approver: Any = None,
+        ask_user: AskUser | None = None,
     ) -> str:
         """The native async form of ``call``: never blocks the caller's event loop."""
-        outcome = await self.pipeline.arun(name, arguments, enabled, disabled, session_id, call_id)
+        outcome = await self.pipeline.arun(
+            name, arguments, enabled, disabled, session_id, call_id, approver, ask_user
+        )
         return outcome.result
 
     async def acall_outcome(
@@ -483,8 +450,12 @@ class ToolSystem:
         disabled: Names = None,
         session_id: str | None = None,
         call_id: str | None = None,
+        approver: Any = None,
+        ask_user: AskUser | None = None,
     ) -> CallOutcome:
-        return await self.pipeline.arun(name, arguments, enabled, disabled, session_id, call_id)
+        return await self.pipeline.arun(
+            name, arguments, enabled, disabled, session_id, call_id, approver, ask_user
+        )
 
     def call_many(
         self,
@@ -494,6 +465,8 @@ class ToolSystem:
         disabled: Names = None,
         session_id: str | None = None,
         max_parallel: int | None = None,
+        approver: Any = None,
+        ask_user: AskUser | None = None,
     ) -> list[str]:
         """Run one model turn's calls: runs of parallel-safe tools go concurrently, the rest in order.
 
@@ -501,7 +474,9 @@ class ToolSystem:
         in call order and one failure does not affect the others. At most ``max_parallel`` calls run at once
         (default: ``[limits] max_parallel_calls``, 32).
         """
-        outcomes = self.pipeline.run_many(list(calls), enabled, disabled, session_id, max_parallel)
+        outcomes = self.pipeline.run_many(
+            list(calls), enabled, disabled, session_id, max_parallel, approver, ask_user
+        )
         return [o.result for o in outcomes]
 
     def call_many_outcomes(
@@ -512,9 +487,13 @@ class ToolSystem:
         disabled: Names = None,
         session_id: str | None = None,
         max_parallel: int | None = None,
+        approver: Any = None,
+        ask_user: AskUser | None = None,
     ) -> list[CallOutcome]:
         """Like ``call_many`` but returns each call's whole ``CallOutcome``."""
-        return self.pipeline.run_many(list(calls), enabled, disabled, session_id, max_parallel)
+        return self.pipeline.run_many(
+            list(calls), enabled, disabled, session_id, max_parallel, approver, ask_user
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
@@ -549,4 +528,4 @@ class ToolSystem:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<ToolSystem tools={len(self.registry)} plugins={len(self.host.records)}>"
+        return f"<ToolSystem tools={len(self.registry)} plugins={len(self.plugins.records)}>"

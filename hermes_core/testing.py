@@ -126,7 +126,7 @@ class _NoGuard:
 
 def unguarded(system: ToolSystem) -> ToolSystem:
     """Turn ``system``'s command guard, path guard and approvals off (for tests of the sandbox alone)."""
-    system.pipeline._guard = _NoGuard()
+    system.guard = _NoGuard()
     return system
 
 

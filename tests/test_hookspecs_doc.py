@@ -132,7 +132,7 @@ def test_register_commands() -> None:
     group = click.Group("hermes")
     module = example("register_commands")
     system = load(module)
-    system.host.pm.hook.register_commands(cli=group)
+    system.plugins.pm.hook.register_commands(cli=group)
     result = CliRunner().invoke(group, ["hello", "plugins"])
     assert result.exit_code == 0 and result.output == "hello plugins\n"
 

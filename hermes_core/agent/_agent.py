@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from .._cancel import CallCancelled, CancelToken, current_token, run_cancellable
+from .._aio.cancel import CallCancelled, CancelToken, current_token, run_cancellable
 from ..decisions import CallOutcome
 from ..models import ModelClient, ModelError, ModelReply, ToolCall, Usage, get_model
 from ._budget import budget_chars, conversation_chars, fit_messages
@@ -38,7 +38,7 @@ from ._result import AgentResult, StopReason
 
 if TYPE_CHECKING:
     from ..context import CallContext
-    from ..system import ToolSystem
+    from ..host import Host
 
 __all__ = ["DEFAULT_MAX_TURNS", "DEFAULT_SYSTEM_PROMPT", "Agent", "new_session_id"]
 
@@ -52,11 +52,6 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 _INTERRUPTED = json.dumps({"error": "This call was interrupted before it finished; its result is unknown."})
 _CANCELLED = json.dumps({"error": "Not run: the user stopped this turn."})
-_STOPPED = json.dumps(
-    {
-        "error": "Stopped: the user cancelled this turn before the call finished; it may have done part of its work."
-    }
-)
 _CONTEXT_RETRIES = 2
 _GRACE = 0.5  # seconds the work of a cancelled turn gets to stop before the run returns without it
 DEFAULT_STARTING_CONTEXT_CHARS = 6_000
@@ -88,7 +83,7 @@ def new_session_id(prefix: str = "agent") -> str:
     return f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
 
 
-def _running(system: ToolSystem) -> weakref.WeakValueDictionary[str, Agent]:
+def _running(system: Host) -> weakref.WeakValueDictionary[str, Agent]:
     return system.stash("agent.running", weakref.WeakValueDictionary, cleanup=lambda _value: None)
 
 
@@ -118,14 +113,14 @@ class Agent:
     budgets unless told otherwise, gets the session id ``<parent>/<n>`` and depth ``parent.depth + 1``, and is
     cancelled with its parent.
 
-    The model request and each batch of tool calls run on worker threads under the turn's cancel token, so
-    ``on_event`` is called from worker threads, and ``cancel()`` (or Ctrl-C in the thread that called ``run``)
-    gets control back within about half a second whatever the server or a tool is doing.
+    Each run works on a worker thread under the run's cancel token, so ``on_event`` is called from worker threads,
+    and ``cancel()`` (or Ctrl-C in the thread that called ``run``) gets control back within about half a second
+    whatever the server or a tool is doing.
     """
 
     def __init__(
         self,
-        system: ToolSystem,
+        system: Host,
         *,
         model: str | ModelClient | None = None,
         toolsets: Iterable[str] | None = None,
@@ -207,9 +202,9 @@ class Agent:
     @classmethod
     def current(cls, context: CallContext) -> Agent | None:
         """The agent whose tool call ``context`` belongs to (None when the call did not come from an agent)."""
-        if context.system is None:
+        if context.host is None:
             return None
-        return _running(context.system).get(context.session_id)
+        return _running(context.host).get(context.session_id)
 
     @property
     def cancelled(self) -> bool:
@@ -388,7 +383,7 @@ class Agent:
             return ""
         names = frozenset(_definition_name(t) for t in tools)
         try:
-            sections = self.system.host.hooks.call(
+            sections = self.system.hooks.call(
                 "agent_context", system=self.system, session_id=self.session_id, tools=names
             )
         except Exception:  # a hook wrapper that breaks: no starting context this turn, the run goes on
@@ -491,7 +486,7 @@ class Agent:
         """Hand the message to the ``on_agent_message`` hook through the system's hook runner (wrappers included;
         an implementation that raises is logged and the others still run)."""
         try:
-            self.system.host.hooks.call(
+            self.system.hooks.call(
                 "on_agent_message", system=self.system, session_id=self.session_id, message=dict(message)
             )
         except Exception:  # a hook wrapper that raised: recording is not worth stopping the run for

@@ -74,7 +74,7 @@ def _make_agent(
 ) -> Agent:
     from ..agent import Agent, new_session_id
     from ..models import ModelConfigError
-    from ..toolsets import UnknownToolsetError
+    from ..selection import UnknownToolsetError
 
     system = state.system()
     try:

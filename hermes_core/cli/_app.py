@@ -38,7 +38,7 @@ def collect_plugin_commands(state: State, builtin: set[str]) -> dict[str, click.
         before.update(collector.commands)
         yield
 
-    for step in system.host.hooks.each("register_commands", {"cli": collector}, around=snapshot):
+    for step in system.plugins.hooks.each("register_commands", {"cli": collector}, around=snapshot):
         if step.error is not None:
             err = step.error
             _warn(
@@ -49,7 +49,7 @@ def collect_plugin_commands(state: State, builtin: set[str]) -> dict[str, click.
         added = sorted(set(collector.commands) - set(before))
         for name in added:
             owners[name] = step.plugin_name
-        if system.host.hooks.trace:
+        if system.plugins.hooks.trace:
             trace(f"register_commands {step.plugin_name} -> added {added}")
     commands: dict[str, click.Command] = {}
     for name, command in collector.commands.items():
@@ -87,7 +87,7 @@ class HermesGroup(click.Group):
         return self._plugin_commands(ctx, quiet=False).get(cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
-        from ..toolsets import ToolsetError
+        from ..selection import ToolsetError
 
         try:
             return super().invoke(ctx)

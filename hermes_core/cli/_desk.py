@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._cancel import CancelToken, cancel_scope, current_token
+from .._aio.cancel import CancelToken, cancel_scope, current_token
 
 if TYPE_CHECKING:
     from ..security import Answer, ApprovalRequest, Approver

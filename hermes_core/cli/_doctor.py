@@ -253,15 +253,15 @@ def _failure_problems(record: PluginRecord, probe: ImportCheck) -> list[Problem]
 
 def _hook_problems(system: ToolSystem) -> list[Problem]:
     """Hook implementations that name no hook (pluggy's check_pending), attributed to their plugin."""
-    pm = system.host.pm
+    pm = system.plugins.pm
     known = sorted(n for n, caller in vars(pm.hook).items() if getattr(caller, "spec", None) is not None)
     found: list[Problem] = []
-    for plugin, hook in system.host.unknown_hooks():
+    for plugin, hook in system.plugins.unknown_hooks():
         close = difflib.get_close_matches(hook, known, n=1)
         hint = f"rename it to {close[0]!r}" if close else f"use one of: {', '.join(known)}"
         found.append(Problem("error", plugin, "hooks", f"implements unknown hook {hook!r}", hint))
     if not found:
-        for message in system.host.check_pending():
+        for message in system.plugins.check_pending():
             found.append(
                 Problem(
                     "error", "?", "hooks", message, "rename the @hookimpl function to a hook in hookspecs.md"

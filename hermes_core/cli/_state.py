@@ -10,7 +10,7 @@ import click
 
 if TYPE_CHECKING:
     from ..config import Config
-    from ..context import AskUser
+    from ..host import AskUser
     from ..system import ToolSystem
 
 __all__ = ["CONFIG_EXIT", "ConfigFailure", "State", "current_system", "get_state"]

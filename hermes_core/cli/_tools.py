@@ -44,7 +44,7 @@ def tool_row(entry: ToolEntry, available: bool, reason: str, selected: bool) -> 
 
 def overridden(system: ToolSystem, entry: ToolEntry) -> str | None:
     """The plugin whose tool of this name ``entry`` replaced through the config's ``[tools] override``."""
-    displaced = system.host.arbiter.overridden.get(entry.name)
+    displaced = system.plugins.arbiter.overridden.get(entry.name)
     wanted = system.config.tool_overrides.get(entry.name)
     if displaced is None or wanted is None:
         return None
@@ -61,7 +61,7 @@ def _unknown_toolset(system: ToolSystem, name: str) -> click.BadParameter:
 
 def toolset_members(system: ToolSystem, name: str) -> set[str]:
     """The tool names a toolset stands for; an unknown name is a usage error."""
-    from ..toolsets import ALL, ToolsetError
+    from ..selection import ALL, ToolsetError
 
     if name != ALL and name not in system.toolsets.names():
         raise _unknown_toolset(system, name)

@@ -593,7 +593,7 @@ class McpClients:
     """Every configured server of one system, their shared event loop and the names their tools get."""
 
     def __init__(self, system: ToolSystem) -> None:
-        from ..pipeline._bridge import LoopBridge
+        from .._aio.bridge import LoopBridge
 
         self.system = system
         self.registry = system.registry
@@ -681,8 +681,8 @@ class McpClients:
             session_id=system.session_id,
             workspace=system.workspace,
             tool_name=tool_name,
-            system=system,
-            guard=system.pipeline,
+            host=system.host,
+            guard=system.guard,
         )
 
     # -- the host's view ---------------------------------------------------------------------------------

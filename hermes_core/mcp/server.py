@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from mcp.types import CallToolRequestParams, CallToolResult, InputRequiredResult, ListToolsResult, Tool
 
     from ..registry import ToolEntry
-    from ..system import Names, ToolSystem
+    from ..selection import Names
+    from ..system import ToolSystem
 
 __all__ = ["BearerGuard", "McpServer", "annotations_for", "is_loopback", "outcome_to_result"]
 

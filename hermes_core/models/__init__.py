@@ -45,7 +45,7 @@ from ._types import (
 if TYPE_CHECKING:
     import httpx
 
-    from ..system import ToolSystem
+    from ..host import Host
     from ._anthropic import AnthropicClient
     from ._openai import OpenAIChatClient
 
@@ -108,7 +108,7 @@ def _pool() -> httpx.Client:
     )
 
 
-def get_model(system: ToolSystem, name: str | None = None) -> ModelClient:
+def get_model(system: Host, name: str | None = None) -> ModelClient:
     """The client of configured model ``name`` (default: the default model), made once per system.
 
     Raises ``ModelConfigError`` (a ``ConfigError``) naming the problem: no model configured, unknown name,
@@ -121,6 +121,6 @@ def get_model(system: ToolSystem, name: str | None = None) -> ModelClient:
     )
 
 
-def model_names(system: ToolSystem) -> list[str]:
+def model_names(system: Host) -> list[str]:
     """The names of the configured models (empty when there is no ``[models]`` table)."""
     return sorted(model_specs(system.config))

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .._cancel import CancelToken
+from .._aio.cancel import CancelToken
 
 __all__ = [
     "CancelToken",

@@ -8,37 +8,39 @@ nobody to ask (the headless default) anything that needs approval is denied.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..context import ApprovalDenied, CallContext
+from ..context import ApprovalDenied, CallContext, Guard
 from ..errors import ToolError
 
 if TYPE_CHECKING:
-    from ..system import ToolSystem
+    from ..config import Config
 
-__all__ = ["SecurityGuard"]
+__all__ = ["LazyGuard", "SecurityGuard"]
 
 
 class SecurityGuard:
-    """Implements the ``Guard`` protocol of ``hermes_core.context`` for one tool system."""
+    """Implements the ``Guard`` protocol of ``hermes_core.context`` for one tool system: its configuration, its
+    approver (a call's own approver, ``context.approver``, asks instead when there is one) and the folder of
+    saved results (readable without approval)."""
 
-    def __init__(self, system: ToolSystem) -> None:
+    def __init__(self, config: Config, approver: Any, results_dir: Path) -> None:
         from .. import security
 
         self._security = security
-        self.system = system
-        self.policy = security.ApprovalPolicy.from_config(system.config.approvals)
-        approver = system.approver if system.approver is not None else security.HeadlessApprover()
-        allowlist = system.config.path if system.config.path is not None else None
+        self.policy = security.ApprovalPolicy.from_config(config.approvals)
+        approver = approver if approver is not None else security.HeadlessApprover()
+        allowlist = config.path
         if allowlist is not None:
             security.protect_path(
                 allowlist
             )  # a --config file outside the usual places: never written by a tool
         # standing grants as the config held them at load: later edits of the file never widen them
-        self.store = security.ApprovalStore(allowlist, grants=system.config.approvals.get("always", []))
+        self.store = security.ApprovalStore(allowlist, grants=config.approvals.get("always", []))
         self.gate = security.ApprovalGate(approver, self.store, self.policy)
-        self.results_dir = Path(os.path.realpath(system.results_dir))
+        self.results_dir = Path(os.path.realpath(results_dir))
 
     def _ask(
         self, kind: str, subject: str, reason: str, context: CallContext, hardline: bool = False
@@ -50,7 +52,7 @@ class SecurityGuard:
             tool_name=context.tool_name,
             session_id=context.session_id,
         )
-        return bool(self.gate.check(request, hardline=hardline))
+        return bool(self.gate.check(request, hardline=hardline, approver=context.approver))
 
     def guard_command(self, command: str, context: CallContext) -> Any:
         verdict = self._security.classify_command(command, workspace=context.workspace)
@@ -90,3 +92,36 @@ class SecurityGuard:
     def request_approval(self, kind: str, subject: str, reason: str, context: CallContext) -> None:
         if not self._ask(kind, subject, reason, context):
             raise ApprovalDenied(f"not approved: {reason}")
+
+
+class LazyGuard:
+    """A ``Guard`` that builds the real one on first use (the security layer costs start-up), or forwards to the
+    one given to ``use()`` (``ToolSystem.guard = ...``: tests, hosts with a policy of their own)."""
+
+    __slots__ = ("_build", "_target")
+
+    def __init__(self, build: Callable[[], Guard]) -> None:
+        self._build = build
+        self._target: Guard | None = None
+
+    @property
+    def target(self) -> Guard:
+        target = self._target
+        if target is None:
+            target = self._target = self._build()
+        return target
+
+    def use(self, guard: Guard) -> None:
+        self._target = guard
+
+    def guard_command(self, command: str, context: CallContext) -> Any:
+        return self.target.guard_command(command, context)
+
+    def guard_path(self, path: str | Path, op: str, context: CallContext) -> Path:
+        return self.target.guard_path(path, op, context)
+
+    def request_approval(self, kind: str, subject: str, reason: str, context: CallContext) -> None:
+        self.target.request_approval(kind, subject, reason, context)
+
+    def classify_command(self, command: str, workspace: Path) -> Any:
+        return self.target.classify_command(command, workspace)

@@ -24,7 +24,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._cancel import CallCancelled, CancelToken, cancellable, current_token, interrupt_on_cancel
+from .._aio.cancel import CallCancelled, CancelToken, cancellable, current_token, interrupt_on_cancel
+from .._aio.watchdog import HandlerTimeout, Watchdog
 from .._signatures import handler_shape
 from ..context import ApprovalDenied, CallContext, Guard
 from ..decisions import CallOutcome, RequireApproval, Status, ToolOutput
@@ -33,13 +34,12 @@ from ..plugins._hooks import HookRunner, HookStop
 from ..registry import ToolEntry
 from ..schema import ToolArgumentError
 from ._results import limit_result, neutralise_markup
-from ._watchdog import HandlerTimeout, Watchdog
 
 if TYPE_CHECKING:
     import concurrent.futures as cf
 
+    from .._aio.shared_loop import SharedLoop
     from ..config import Config
-    from ._shared_loop import SharedLoop
 
 __all__ = ["ContextFactory", "Pipeline", "Selection"]
 
@@ -62,7 +62,13 @@ class ContextFactory(Protocol):
     """Makes the ``CallContext`` of one call (the tool system supplies it)."""
 
     def __call__(
-        self, call_id: str, session_id: str | None, tool_name: str, enabled: frozenset[str], guard: Guard
+        self,
+        call_id: str,
+        session_id: str | None,
+        tool_name: str,
+        enabled: frozenset[str],
+        approver: Any,
+        ask_user: Any,
     ) -> CallContext: ...
 
 
@@ -101,13 +107,34 @@ class _Runtime:
 class _Call:
     """One call on its way through the stages."""
 
-    __slots__ = ("args", "call_id", "ctx", "entry", "name", "rt", "session_id", "started")
+    __slots__ = (
+        "approver",
+        "args",
+        "ask_user",
+        "call_id",
+        "ctx",
+        "entry",
+        "name",
+        "rt",
+        "session_id",
+        "started",
+    )
 
-    def __init__(self, name: Any, call_id: str, session_id: str | None, started: float) -> None:
+    def __init__(
+        self,
+        name: Any,
+        call_id: str,
+        session_id: str | None,
+        started: float,
+        approver: Any = None,
+        ask_user: Any = None,
+    ) -> None:
         self.name = name
         self.call_id = call_id
         self.session_id = session_id
         self.started = started
+        self.approver = approver  # the caller's own approver and user (an MCP client, a chat UI), if any
+        self.ask_user = ask_user
         self.entry: ToolEntry | None = None
         self.rt: _Runtime | None = None
         self.args: dict[str, Any] = {}
@@ -144,7 +171,7 @@ class Pipeline:
     """Runs tool calls for one tool system.
 
     ``tools`` is a live read-only view of the registry; ``select(enabled, disabled, disabled_tools)`` the
-    selection; ``hooks`` the plugin host's hook runner; ``security()`` builds the security gate on first use;
+    selection; ``hooks`` the plugin host's hook runner; ``guard`` the security gate (built on first use);
     ``new_context`` makes each call's ``CallContext``; over-long results are saved under ``results_dir``.
     """
 
@@ -155,7 +182,7 @@ class Pipeline:
         select: Callable[[Names, Names, Names], Selection],
         config: Config,
         hooks: HookRunner,
-        security: Callable[[], Guard],
+        guard: Guard,
         new_context: ContextFactory,
         results_dir: Path,
     ) -> None:
@@ -164,7 +191,7 @@ class Pipeline:
         self.config = config
         self.hooks = hooks
         self.results_dir = results_dir
-        self._security = security
+        self.guard = guard
         self._new_context = new_context
         self._bridge: SharedLoop | None = None
         self.watchdog = Watchdog()
@@ -172,7 +199,6 @@ class Pipeline:
         self._threads: cf.ThreadPoolExecutor | None = None
         self._pool_size = 0
         self._redact: Callable[[str], str] | None = None
-        self._guard: Guard | None = None
         self._armed = self.watchdog.armed
         self._tokens = self.watchdog.tokens
         always = config.approvals.get("tools", ())
@@ -202,29 +228,10 @@ class Pipeline:
         """The system's one event loop for async handlers (see ``_shared_loop``), made on first use."""
         bridge = self._bridge
         if bridge is None:
-            from ._shared_loop import SharedLoop
+            from .._aio.shared_loop import SharedLoop
 
             bridge = self._bridge = SharedLoop(self.watchdog)
         return bridge
-
-    @property
-    def guard(self) -> Guard:
-        if self._guard is None:
-            self._guard = self._security()
-        return self._guard
-
-    # The pipeline is the Guard of its contexts; the security gate is built on first use.
-    def guard_command(self, command: str, context: CallContext) -> Any:
-        return self.guard.guard_command(command, context)
-
-    def guard_path(self, path: Any, op: str, context: CallContext) -> Any:
-        return self.guard.guard_path(path, op, context)
-
-    def classify_command(self, command: str, workspace: Any) -> Any:
-        return self.guard.classify_command(command, workspace)
-
-    def request_approval(self, kind: str, subject: str, reason: str, context: CallContext) -> None:
-        self.guard.request_approval(kind, subject, reason, context)
 
     def _load_redactor(self) -> Callable[[str], str]:
         from ..security import redact  # the security layer loads with the first result it must sanitise
@@ -259,7 +266,7 @@ class Pipeline:
         if subject is None:
             subject = f"{name} {json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)}"
         try:
-            self.request_approval("tool", subject, reason, call.ctx)
+            self.guard.request_approval("tool", subject, reason, call.ctx)
         except ApprovalDenied as err:
             return _fail(name, "denied", "approval", f"Denied: {err.message}")
         except Exception:  # an approval flow that breaks denies (fail closed)
@@ -328,7 +335,9 @@ class Pipeline:
     # -- entry points ------------------------------------------------------------------------------------
 
     def _context(self, call: _Call, available: frozenset[str]) -> CallContext:
-        return self._new_context(call.call_id, call.session_id, str(call.name), available, self)
+        return self._new_context(
+            call.call_id, call.session_id, str(call.name), available, call.approver, call.ask_user
+        )
 
     def _prepare(self, call: _Call, raw: Any, enabled: Names, disabled: Names) -> CallOutcome | None:
         """The stages before dispatch: fills in ``call``, or returns the outcome that ends it early (refused,
@@ -384,6 +393,8 @@ class Pipeline:
         disabled: Names = None,
         session_id: str | None = None,
         call_id: str | None = None,
+        approver: Any = None,
+        ask_user: Any = None,
     ) -> CallOutcome:
         """Run one call synchronously. Never raises.
 
@@ -438,7 +449,7 @@ class Pipeline:
                 pass  # the general path below parses again and reports the problem
             except BaseException:  # the last line of defence (a late HandlerTimeout included): never raise
                 return self._internal_error(name)
-        call = _Call(name, call_id or _new_call_id(), session_id, started)
+        call = _Call(name, call_id or _new_call_id(), session_id, started, approver, ask_user)
         try:
             early = self._prepare(call, raw, enabled, disabled)
             if early is not None:
@@ -470,13 +481,15 @@ class Pipeline:
         disabled: Names = None,
         session_id: str | None = None,
         call_id: str | None = None,
+        approver: Any = None,
+        ask_user: Any = None,
     ) -> CallOutcome:
         """Run one call without blocking the caller's loop: async handlers on the system's loop (the caller's
         own, see ``_shared_loop``), sync ones on a worker thread. Never raises (except cancellation of the
         awaiting task)."""
         import asyncio
 
-        call = _Call(name, call_id or _new_call_id(), session_id, _perf_counter())
+        call = _Call(name, call_id or _new_call_id(), session_id, _perf_counter(), approver, ask_user)
         try:
             early = self._prepare(call, raw, enabled, disabled)
             if early is not None:
@@ -601,6 +614,8 @@ class Pipeline:
         disabled: Names,
         session_id: str | None,
         max_parallel: int | None = None,
+        approver: Any = None,
+        ask_user: Any = None,
     ) -> list[CallOutcome]:
         """Consecutive parallel-safe calls run concurrently (at most ``max_parallel`` at a time, by default
         ``[limits] max_parallel_calls``); any other call waits for them and runs alone."""
@@ -613,7 +628,7 @@ class Pipeline:
 
         def one(i: int) -> CallOutcome:
             name, raw, call_id = parsed[i]
-            return self.run(name, raw, enabled, disabled, session_id, call_id)
+            return self.run(name, raw, enabled, disabled, session_id, call_id, approver, ask_user)
 
         def flush() -> None:
             if len(batch) == 1 or (batch and parallel == 1):

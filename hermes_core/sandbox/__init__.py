@@ -85,7 +85,7 @@ def sandbox_for(owner: Any = None) -> Sandbox:
     It is made on first use from the system's ``[sandbox]`` configuration and closed with the system
     (every process still running in it is ended). Without a system, one process-wide default sandbox.
     """
-    system = getattr(owner, "system", owner) if owner is not None else None
+    system = getattr(owner, "host", owner) if owner is not None else None
     if system is not None and hasattr(system, "stash"):
         sandbox: Sandbox = system.stash(_STASH_KEY, lambda: _make(system))
         return sandbox

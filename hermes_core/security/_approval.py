@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TextIO, cast
 
-from .._cancel import current_token
+from .._aio.cancel import current_token
 from ._verdicts import CommandVerdict, PathVerdict
 
 __all__ = [
@@ -434,8 +434,10 @@ class ApprovalGate:
         self.store = store
         self.policy = policy if policy is not None else ApprovalPolicy()
 
-    def check(self, request: ApprovalRequest, *, hardline: bool = False) -> bool:
-        """True when the action may go ahead."""
+    def check(
+        self, request: ApprovalRequest, *, hardline: bool = False, approver: Approver | None = None
+    ) -> bool:
+        """True when the action may go ahead; ``approver`` (the call's own) asks instead of the gate's."""
         if hardline:
             return False
         token = current_token()  # the agent turn asking: once it is cancelled, every answer is no
@@ -444,7 +446,7 @@ class ApprovalGate:
         if self.store.is_granted(request):
             return True
         try:
-            answer = _coerce_answer(self.approver.approve(request))
+            answer = _coerce_answer((approver if approver is not None else self.approver).approve(request))
         except Exception:
             return False
         if answer == "deny" or (token is not None and token.cancelled):

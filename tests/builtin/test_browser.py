@@ -360,7 +360,7 @@ def test_hidden_when_playwright_is_missing(
 
 
 def test_compact_snapshots_drop_noise_but_keep_refs() -> None:
-    from hermes_builtin.tools._snapshot import compact, cut
+    from hermes_builtin.tools.web._snapshot import compact, cut
 
     raw = "\n".join(
         [

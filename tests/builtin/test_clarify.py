@@ -70,7 +70,7 @@ def test_duplicate_choices_are_refused(make_builtin_system: MakeSystem) -> None:
 
 _TERMINAL = (
     "import sys\n"
-    "from hermes_builtin.tools.clarify import terminal_ask_user\n"
+    "from hermes_builtin.tools.work.clarify import terminal_ask_user\n"
     "choices = sys.argv[1:] or None\n"
     "print('ANSWER=' + repr(terminal_ask_user('Pick one', choices)))\n"
 )

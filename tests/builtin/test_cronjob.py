@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from hermes_builtin.tools.cronjob import JobRun, next_run_after, parse_schedule, run_due_jobs, run_loop
+from hermes_builtin.tools.work.cronjob import JobRun, next_run_after, parse_schedule, run_due_jobs, run_loop
 from hermes_core import ToolError, ToolRegistry, ToolSystem, hookimpl
 from hermes_core.testing import unguarded
 
@@ -239,7 +239,7 @@ _RUNNER = textwrap.dedent(
     from test_cronjob import _AppendLine
     import hermes_builtin.plugin
     from hermes_core import ToolSystem
-    from hermes_builtin.tools.cronjob import run_due_jobs
+    from hermes_builtin.tools.work.cronjob import run_due_jobs
     plugins = [hermes_builtin.plugin, _AppendLine()]
     s = ToolSystem.load(plugins_dir=False, load_entry_points=False, plugins=plugins)
     while time.time() < float(sys.argv[2]):

@@ -31,7 +31,7 @@ ALPHABET = string.ascii_letters + string.digits + "/+"
 @pytest.fixture(params=["python", "rg"])
 def engine(request: pytest.FixtureRequest) -> str:
     if request.param == "rg" and shutil.which("rg") is None:
-        from hermes_builtin.tools._search import rg_available
+        from hermes_builtin.tools.files._search import rg_available
 
         if rg_available() is None:
             pytest.skip("ripgrep is not installed")
@@ -183,7 +183,7 @@ def test_ripgrep_is_killed_at_the_deadline(
     make_builtin_system: MakeSystem, workspace: Path, engine: str
 ) -> None:
     """A real ripgrep blocked on a FIFO nobody writes to: the call ends at the deadline, rg is gone."""
-    from hermes_builtin.tools._search import rg_available
+    from hermes_builtin.tools.files._search import rg_available
 
     if rg_available() is None:
         pytest.skip("ripgrep is not installed")

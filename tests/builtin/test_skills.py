@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from hermes_builtin.tools import skills
-from hermes_builtin.tools._frontmatter import FrontMatterError, parse_front_matter
+from hermes_builtin.tools.work import skills
+from hermes_builtin.tools.work._frontmatter import FrontMatterError, parse_front_matter
 from hermes_core import ToolSystem
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from hermes_builtin.tools import terminal
+from hermes_builtin.tools.execution import terminal
 from hermes_core import ToolSystem
 from hermes_core.testing import processes_gone, processes_with_arg, sleep_marker
 

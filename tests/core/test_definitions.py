@@ -10,7 +10,7 @@ import pytest
 
 from hermes_core import ToolSystem, hookimpl
 from hermes_core.schema import provider_problems, render
-from hermes_core.toolsets import ToolsetError, UnknownToolsetError
+from hermes_core.selection import ToolsetError, UnknownToolsetError
 
 
 def tool(name: str, **params: object) -> dict:

@@ -242,10 +242,10 @@ def test_generic_calls_honour_firstresult_and_isolate_failures(caplog: pytest.Lo
 
     caplog.set_level(logging.ERROR, logger="hermes")
     s = make()
-    s.host.pm.add_hookspecs(Specs)
+    s.plugins.pm.add_hookspecs(Specs)
     for plugin in (First(), Second(), Broken(), Doubler()):
         s.register_plugin(plugin, name=type(plugin).__name__)
-    hooks = s.host.hooks
+    hooks = s.plugins.hooks
     assert hooks.call("pick_model", task="summary") == "large"  # last registered runs first
     assert sorted(hooks.call("collect", task="x")) == [1, 1, 2, 2]
     assert any("broken picker" in (r.exc_text or "") for r in caplog.records)

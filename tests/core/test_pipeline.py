@@ -174,7 +174,7 @@ def test_handlers_opt_in_to_the_call_context(system: ToolSystem) -> None:
 
     system.registry.register(name="who", toolset="t", schema=schema("who"), handler=who)
     assert system.call("who", session_id="s-42", call_id="c-1") == "s-42"
-    assert seen[0].call_id == "c-1" and seen[0].tool_name == "who" and seen[0].system is system
+    assert seen[0].call_id == "c-1" and seen[0].tool_name == "who" and seen[0].host is system.host
 
 
 class Recorder:
@@ -460,7 +460,7 @@ def test_async_handler_calling_the_system_synchronously_does_not_deadlock() -> N
     register_async(s)
 
     async def nested(context: CallContext) -> str:
-        return "outer+" + context.system.call("fetch")
+        return "outer+" + context.host.call_outcome("fetch").result
 
     s.registry.register(name="nested", toolset="t", schema=schema("nested"), handler=nested, timeout=5)
     assert s.call("nested") == "outer+fetched"

@@ -209,7 +209,7 @@ def test_override_replaces_a_builtin_on_purpose(tmp_path: Path) -> None:
         assert "helper_m" in system.registry
         builtin = next(r for r in system.plugin_records() if r.first_party)
         assert builtin.status == "loaded" and {"write_file", "terminal"} <= set(builtin.tools)
-        assert system.host.arbiter.overridden == {"read_file": "builtin"}
+        assert system.plugins.arbiter.overridden == {"read_file": "builtin"}
     # the override names one plugin: another one clashing on the same name is still refused, before or after it
     write(plugins / "a_other.py", SHADOW.format(tag="a", tool="read_file", toolset="mine"))
     write(plugins / "z_other.py", SHADOW.format(tag="z", tool="read_file", toolset="mine"))
@@ -249,4 +249,4 @@ def test_a_plugin_cannot_redefine_a_builtin_composite_toolset() -> None:
         assert system.toolsets.composites()["hermes-cli"].plugin == "hermes_builtin.plugin"
         record = next(r for r in system.plugin_records() if r.name == "widen")
         assert record.stage == "register_toolsets" and "belongs to the built-ins" in (record.error or "")
-        assert system.host.records["hermes_builtin.plugin"].status == "loaded"
+        assert system.plugins.records["hermes_builtin.plugin"].status == "loaded"

@@ -13,7 +13,7 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from hermes_builtin.tools.send_message import split_text
+from hermes_builtin.tools.services.send_message import split_text
 from hermes_core import ToolSystem
 
 Configure = Callable[..., ToolSystem]

@@ -179,8 +179,8 @@ class _Call:
 
     def _refused(self, response: httpx.Response) -> None:
         dapi.forget_access(self.context)
-        if self.context.system is not None:
-            self.context.system.invalidate_checks()  # the next definitions() re-reads the permissions
+        if self.context.host is not None:
+            self.context.host.invalidate_checks()  # the next definitions() re-reads the permissions
         needs = dapi.permission_names(self.spec[0][0]) if self.spec[0] else "access to it"
         raise ToolError(
             f"Discord refused {self.action}: {self.api.detail(response)}. The bot needs {needs} in that server or "

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .registry import ToolRegistry
+from ..registry import ToolRegistry
 
 __all__ = ["ALL", "CompositeToolset", "ToolsetError", "Toolsets", "UnknownToolsetError"]
 

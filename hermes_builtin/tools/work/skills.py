@@ -20,7 +20,7 @@ from hermes_core.fileio import atomic_write
 from ._state import file_lock
 
 TOOLSET = "skills"
-BUNDLED_DIR = Path(__file__).resolve().parent.parent / "skills"
+BUNDLED_DIR = Path(__file__).resolve().parents[2] / "skills"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 MAX_SKILL_MD = 50_000
 MAX_FILE = 100_000

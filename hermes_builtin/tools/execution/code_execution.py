@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from hermes_core import ApprovalDenied, CallContext, ToolError, ToolRegistry
 
 if TYPE_CHECKING:
-    from hermes_core import ToolSystem
+    from hermes_core import Host
 
     from ._code_bridge import ToolBridge
     from ._code_sandbox import ScriptRun
@@ -118,7 +118,7 @@ def _approve(context: CallContext, code: str) -> None:
     """Ask a human first when ``[approvals] code`` is "ask" (any value but "run"/false asks: fail closed)."""
     import hashlib
 
-    approvals = context.system.config.approvals if context.system is not None else {}
+    approvals = context.host.config.approvals if context.host is not None else {}
     mode = approvals.get("code", "run")
     if mode in ("run", False):
         return
@@ -185,14 +185,14 @@ def _notes(
     return notes
 
 
-def _write_files(directory: Path, code: str, bridge: ToolBridge, system: ToolSystem) -> None:
+def _write_files(directory: Path, code: str, bridge: ToolBridge, host: Host) -> None:
     """The script and the ``hermes_tools`` module for it, readable by this user only."""
     from ._code_bridge import MODULE_NAME, module_source
     from ._code_sandbox import SCRIPT_NAME
 
     descriptions = {}
     for name in bridge.allowed:
-        entry = system.registry.get(name)
+        entry = host.tool(name)
         descriptions[name] = entry.description if entry is not None else ""
     module = directory / f"{MODULE_NAME}.py"
     module.write_text(module_source(bridge.path, bridge.token, descriptions), encoding="utf-8")
@@ -211,14 +211,14 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
     from ._code_bridge import ToolBridge
     from ._code_sandbox import ScriptLimits, run_script
 
-    system = context.system
-    if system is None:
+    host = context.host
+    if host is None:
         raise ToolError("execute_code needs a tool system to route the script's tool calls")
     if not code.strip():
         raise ToolError("code is empty")
     if len(code) > MAX_CODE_CHARS:
         raise ToolError(f"code is longer than {MAX_CODE_CHARS} characters; write it to a file and run that")
-    enabled = context.enabled if context.enabled is not None else system.available()
+    enabled = context.enabled if context.enabled is not None else host.available()
     if "terminal" not in enabled:
         raise ToolError(
             "execute_code can do anything a shell can, so it runs only where the terminal tool is enabled; "
@@ -232,15 +232,20 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
     prefix = context.call_id or "code"
 
     def runner(tool: str, arguments: dict[str, Any], number: int) -> tuple[str, str]:
-        outcome = system.call_outcome(
-            tool, arguments, enabled=nested, session_id=context.session_id, call_id=f"{prefix}.{number}"
+        outcome = host.call_outcome(
+            tool,
+            arguments,
+            enabled=nested,
+            session_id=context.session_id,
+            call_id=f"{prefix}.{number}",
+            approver=context.approver,
         )
         return outcome.status, outcome.result
 
     directory = _private_dir()
     try:
         bridge = ToolBridge(directory, runner, allowed, settings["max_tool_calls"])
-        _write_files(directory, code, bridge, system)
+        _write_files(directory, code, bridge, host)
         limits = ScriptLimits(
             timeout=float(seconds),
             memory_mb=settings["max_memory_mb"],

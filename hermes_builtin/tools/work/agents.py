@@ -160,13 +160,13 @@ def _names(settings: dict[str, Any], key: str) -> list[str] | None:
 def _allowed_tools(
     context: CallContext, parent: Agent | None, requested: Sequence[str] | None, may_delegate: bool
 ) -> frozenset[str]:
-    assert context.system is not None
-    allowed = set(context.enabled if context.enabled is not None else context.system.available())
+    assert context.host is not None
+    allowed = set(context.enabled if context.enabled is not None else context.host.available())
     if parent is not None and parent.allowed_tools is not None:
         allowed &= parent.allowed_tools
     if requested:
         try:
-            allowed &= context.system.available(list(requested))
+            allowed &= context.host.available(list(requested))
         except ValueError as err:  # an unknown toolset
             raise ToolError(f"toolsets: {err}") from None
     allowed -= NO_SUBAGENT_TOOLS
@@ -217,7 +217,7 @@ def delegate_task(
     items = tasks if tasks is not None else [{"goal": goal, "background": background, "toolsets": toolsets}]
     if any(not str(t.get("goal") or "").strip() for t in items):
         raise ToolError("every task needs a non-empty 'goal'")
-    system = context.system
+    system = context.host
     if system is None:
         raise ToolError("delegate_task needs a tool system", retryable=False)
     settings = _settings(context)
@@ -288,7 +288,7 @@ def mixture_of_agents(
     from hermes_core.agent import Agent
     from hermes_core.models import ModelConfigError, default_model_name, model_names
 
-    system = context.system
+    system = context.host
     if system is None:
         raise ToolError("mixture_of_agents needs a tool system", retryable=False)
     settings = _settings(context)

@@ -43,7 +43,7 @@ from hermes_core import CallContext, ToolError, ToolRegistry
 from ._state import file_lock, read_json, update_json
 
 if TYPE_CHECKING:
-    from hermes_core import ToolSystem
+    from hermes_core import Host
 
 __all__ = ["JobRun", "next_run_after", "parse_schedule", "run_due_jobs", "run_loop"]
 
@@ -182,9 +182,9 @@ def _describe(job: dict[str, Any]) -> str:
 def _check_tool(context: CallContext, tool: str, arguments: dict[str, Any]) -> None:
     if tool in FORBIDDEN_TOOLS:
         raise ToolError(f"a job cannot call {tool!r}")
-    system = context.system
-    entry = system.registry.get(tool) if system is not None else None
-    if system is not None and entry is None:
+    host = context.host
+    entry = host.tool(tool) if host is not None else None
+    if host is not None and entry is None:
         raise ToolError(f"unknown tool {tool!r}")
     if context.enabled is not None and tool not in context.enabled:
         raise ToolError(f"a job cannot call {tool!r}: it is not among the tools of this conversation")
@@ -342,7 +342,7 @@ def _record(data_dir: Path, job_id: str, started: float, status: str, result: st
 
 
 def _run_now(context: CallContext, job_id: str) -> str:
-    system = context.system
+    system = context.host
     if system is None:
         raise ToolError("no tool system is available to run the job")
     data_dir = context.data_dir
@@ -356,7 +356,7 @@ def _run_now(context: CallContext, job_id: str) -> str:
     return f"Ran job {job_id} ({job['tool']}): {status}\n{_cut(result)}"
 
 
-def _call_job(system: ToolSystem, job: dict[str, Any]) -> tuple[str, str]:
+def _call_job(system: Host, job: dict[str, Any]) -> tuple[str, str]:
     """Run a job's call in its recorded workspace, limited to its recorded tools: ``(status, result)``."""
     from hermes_core.sandbox import calls_in_workspace
 
@@ -392,7 +392,7 @@ def _claim(data_dir: Path, job_id: str, now: float) -> dict[str, Any] | None:
     return None
 
 
-def run_due_jobs(system: ToolSystem, now: float | None = None) -> list[JobRun]:
+def run_due_jobs(system: Host, now: float | None = None) -> list[JobRun]:
     """Run every job due at ``now`` (default: the current time) through ``system`` and return what happened.
 
     Each due job runs once however many slots were missed; a job another runner holds is reported as
@@ -444,7 +444,7 @@ def run_due_jobs(system: ToolSystem, now: float | None = None) -> list[JobRun]:
 
 
 def run_loop(
-    system: ToolSystem,
+    system: Host,
     interval: float = 30.0,
     stop_event: threading.Event | None = None,
     on_run: Callable[[JobRun], None] | None = None,

@@ -33,8 +33,8 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from ._bridge import _with_timeout
-from ._watchdog import Watchdog
+from .bridge import _with_timeout
+from .watchdog import Watchdog
 
 __all__ = ["SharedLoop"]
 

@@ -389,10 +389,10 @@ def terminal(
 def _within_pipeline_limit(context: CallContext, seconds: int) -> int:
     """``seconds``, lowered below a per-tool pipeline timeout the configuration sets, so the command is
     ended cleanly (with its output) before the pipeline gives up on the call."""
-    system = context.system
-    if system is None:
+    host = context.host
+    if host is None:
         return seconds
-    cap = system.config.tool_limits(context.tool_name or "terminal").get("timeout")
+    cap = host.config.tool_limits(context.tool_name or "terminal").get("timeout")
     if isinstance(cap, int | float) and not isinstance(cap, bool) and cap > 0 and seconds > cap - 1:
         return max(1, int(cap) - 1)
     return seconds

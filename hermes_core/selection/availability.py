@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from .registry import ToolEntry
+from ..decisions import Unavailable
+from ..registry import ToolEntry
 
 if TYPE_CHECKING:
     import concurrent.futures as cf
@@ -33,24 +34,6 @@ def takes_system(fn: Callable[..., object]) -> bool:
         return "system" in inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
-
-
-class Unavailable:
-    """What a check returns to hide its tool with a reason; ``by_design`` marks a tool that is meant to be hidden
-    in this setting (the host did not provide what it needs), which ``hermes plugins doctor`` does not report
-    as a problem."""
-
-    __slots__ = ("by_design", "reason")
-
-    def __init__(self, reason: str, *, by_design: bool = False) -> None:
-        self.reason = reason
-        self.by_design = by_design
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return f"Unavailable({self.reason!r}, by_design={self.by_design})"
 
 
 class Availability:

@@ -1,0 +1,1 @@
+"""Tools that run code: terminal, process and execute_code (all through the sandbox)."""

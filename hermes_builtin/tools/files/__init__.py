@@ -1,0 +1,1 @@
+"""File tools: read_file, write_file, patch and search_files."""

@@ -1,0 +1,1 @@
+"""Service tools: image, video and speech generation, messaging, Discord, Home Assistant and Feishu."""

@@ -1,0 +1,1 @@
+"""Web tools: search and extract, the browser and vision."""

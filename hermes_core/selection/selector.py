@@ -1,0 +1,168 @@
+"""``Selector``: which tools the model may see for one (enabled, disabled, disabled_tools) key, and their definitions.
+
+A selection resolves the toolsets to tool names, runs the checks (``Availability``) and caches the result until
+the registry's generation, the toolsets' version or the checks' time-to-live changes; rendered definitions are
+kept on the selection, so a repeat ``definitions()`` costs a dict look-up.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..registry import ToolEntry, ToolRegistry
+from .availability import Availability, takes_system
+from .toolsets import Toolsets
+
+__all__ = ["Names", "Selection", "Selector"]
+
+log = logging.getLogger("hermes")
+
+Names = Sequence[str] | str | None
+_DEFAULT_KEY = (None, None, None)
+_monotonic = time.monotonic
+
+
+def names_key(value: Names) -> tuple[str, ...] | None:
+    """A selection argument as a hashable tuple (a single name becomes a one-element tuple)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value)
+
+
+@dataclass(slots=True)
+class Selection:
+    """The resolved tools of one key: valid for one registry generation and toolsets version, until ``expires``."""
+
+    generation: int
+    toolsets_version: int
+    expires: float
+    available: frozenset[str]
+    selected: frozenset[str]
+    hidden: dict[str, str]
+    rendered: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+class Selector:
+    """Resolves selections over one registry, its toolsets and its checks.
+
+    ``default_enabled``/``default_disabled`` are the host's selection (``ToolSystem.load(enabled=, disabled=)``),
+    used when a call passes none; ``config_disabled``/``config_disabled_tools`` come from the configuration.
+    ``owner`` is what checks and schema overrides that declare a ``system`` parameter receive.
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        toolsets: Toolsets,
+        availability: Availability,
+        *,
+        default_enabled: tuple[str, ...],
+        config_disabled: Sequence[str] = (),
+        config_disabled_tools: Sequence[str] = (),
+        owner: object = None,
+    ) -> None:
+        self.registry = registry
+        self.toolsets = toolsets
+        self.availability = availability
+        self.default_enabled = default_enabled
+        self.default_disabled: tuple[str, ...] | None = None
+        self._config_disabled = tuple(config_disabled)
+        self._config_disabled_tools = tuple(config_disabled_tools)
+        self._owner = owner
+        self._selections: dict[tuple[Any, ...], Selection] = {}
+        self._default: Selection | None = None
+
+    def select(self, enabled: Names, disabled: Names, disabled_tools: Names) -> Selection:
+        """The current selection for this key (cached; re-resolved when anything it depends on changed)."""
+        if enabled is None and disabled is None and disabled_tools is None:
+            sel = self._default  # the common case, kept out of the dict
+            key: tuple[Any, ...] = _DEFAULT_KEY
+        else:
+            key = (names_key(enabled), names_key(disabled), names_key(disabled_tools))
+            sel = self._selections.get(key)
+        registry_generation = self.registry.generation
+        toolsets_version = self.toolsets.version
+        if (
+            sel is not None
+            and sel.generation == registry_generation
+            and sel.toolsets_version == toolsets_version
+            and sel.expires > _monotonic()
+        ):
+            return sel
+        sel = self._resolve(key, (registry_generation, toolsets_version), sel)
+        if key is _DEFAULT_KEY:
+            self._default = sel
+        return sel
+
+    __call__ = select
+
+    def _resolve(self, key: tuple[Any, ...], stamp: tuple[int, int], prior: Selection | None) -> Selection:
+        enabled, disabled, disabled_tools = key
+        if disabled is None:
+            disabled = self.default_disabled if self.default_disabled is not None else self._config_disabled
+        selected = self.toolsets.resolve(
+            enabled if enabled is not None else self.default_enabled,
+            disabled,
+            disabled_tools if disabled_tools is not None else self._config_disabled_tools,
+        )
+        entries = [e for e in self.registry.entries() if e.name in selected]
+        verdicts = self.availability.verdicts(entries)
+        available = frozenset(n for n, (ok, _) in verdicts.items() if ok)
+        hidden = {n: reason for n, (ok, reason) in verdicts.items() if not ok}
+        sel = Selection(*stamp, time.monotonic() + self.availability.ttl, available, selected, hidden)
+        if (
+            prior is not None
+            and (prior.generation, prior.toolsets_version) == stamp
+            and prior.available == available
+        ):
+            sel.rendered = prior.rendered  # same tools, same schemas: keep the rendered lists
+        if len(self._selections) > 256:
+            self._selections.clear()
+        self._selections[key] = sel
+        return sel
+
+    def invalidate(self) -> None:
+        """Forget every cached selection and check verdict: the next look-up re-runs every check."""
+        self.availability.invalidate()
+        self._selections.clear()
+        self._default = None
+
+    def tool_schema(self, entry: ToolEntry, available: frozenset[str]) -> dict[str, Any]:
+        """The schema the model sees for ``entry``: the registered schema plus its dynamic overrides."""
+        schema = entry.schema
+        if entry.description != schema.get("description", ""):
+            schema = {**schema, "description": entry.description}
+        if entry.dynamic_schema_overrides is not None:
+            override = entry.dynamic_schema_overrides
+            try:
+                extra = (
+                    override(available, system=self._owner) if takes_system(override) else override(available)
+                )
+            except Exception:
+                log.exception(
+                    "dynamic_schema_overrides of tool %r failed; using the registered schema", entry.name
+                )
+                extra = None
+            if extra:
+                schema = {**schema, **extra, "name": entry.name}
+        return schema
+
+    def definitions(self, sel: Selection, format: str) -> list[dict[str, Any]]:
+        """The rendered definitions of ``sel``'s available tools in ``format`` (cached on the selection)."""
+        rendered = sel.rendered.get(format)
+        if rendered is None:
+            from ..schema import render  # the provider formats load with the first definitions
+
+            rendered = [
+                render(self.tool_schema(e, sel.available), format)
+                for e in self.registry.entries()
+                if e.name in sel.available
+            ]
+            sel.rendered[format] = rendered
+        return rendered
