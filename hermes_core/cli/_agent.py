@@ -128,7 +128,7 @@ class Display:
         self.streamed = False  # text of the top agent was shown since the last ``turn_started``
         self._lock = threading.RLock()
         self._mid_line = False
-        self._held: list[tuple[str, str, int]] | None = None
+        self._held: list[Callable[[], None]] | None = None  # output kept back while a prompt is shown
 
     def turn_started(self) -> None:
         self.streamed = False
@@ -150,10 +150,21 @@ class Display:
 
         with self._lock:
             if self._held is not None:
-                self._held.append((text, style, depth))
+                self._held.append(lambda: self.line(text, style, depth))
                 return
             self.end_line()
             self.console.print(Text("  " * depth + text, style=style), soft_wrap=True)
+
+    def text(self, piece: str) -> None:
+        """Streamed text of the top agent, as it comes."""
+        with self._lock:
+            if self._held is not None:
+                self._held.append(lambda: self.text(piece))
+                return
+            self.console.file.write(piece)
+            self.console.file.flush()
+            self._mid_line = not piece.endswith("\n")
+            self.streamed = True
 
     @contextlib.contextmanager
     def holding(self) -> Iterator[None]:
@@ -166,8 +177,8 @@ class Display:
         finally:
             with self._lock:
                 held, self._held = self._held or [], None
-            for text, style, depth in held:
-                self.line(text, style, depth)
+            for show in held:
+                show()
 
     def __call__(self, event: AgentEvent) -> None:
         from ..agent import ContextTrimmed, ModelRetrying, TextDelta, ToolCallFinished, ToolCallStarted
@@ -175,13 +186,7 @@ class Display:
         sub = "[sub-agent] " if event.depth else ""
         if isinstance(event, TextDelta):
             if self.show_text and event.depth == 0:
-                with self._lock:
-                    if self._held is not None:
-                        return
-                    self.console.file.write(event.text)
-                    self.console.file.flush()
-                    self._mid_line = not event.text.endswith("\n")
-                    self.streamed = True
+                self.text(event.text)
         elif isinstance(event, ToolCallStarted):
             self.line(f"{sub}⚙ {event.name} {_preview(event.arguments)}", "cyan", event.depth)
         elif isinstance(event, ToolCallFinished):
