@@ -562,15 +562,30 @@ class Pipeline:
         message = f"Internal error while running the tool (error id {error_id})."
         return _fail(str(name)[:200], "error", "exception", message, error_id=error_id)
 
-    def _run_sync(self, entry: ToolEntry, args: dict[str, Any], ctx: CallContext | None, rt: _Runtime) -> Any:
-        """Call a sync handler on this thread, interrupted by the watchdog when its timeout passes."""
+    def _run_sync(
+        self,
+        entry: ToolEntry,
+        args: dict[str, Any],
+        ctx: CallContext | None,
+        rt: _Runtime,
+        scope: CancelToken | None = None,
+    ) -> Any:
+        """Call a sync handler on this thread, interrupted by the watchdog when its timeout passes (and, with a
+        ``scope``, when that token is cancelled: the interruption covers the handler alone, never the
+        bookkeeping around it)."""
         if rt.timeout is None:
-            return entry.handler(**args) if rt.keywords_only else rt.invoke(entry.handler, args, ctx)
+            if scope is None:
+                return entry.handler(**args) if rt.keywords_only else rt.invoke(entry.handler, args, ctx)
+            with interrupt_on_cancel(scope):
+                return rt.invoke(entry.handler, args, ctx)
         armed = self._armed  # Watchdog.arm/disarm, inlined (this is on every call's path)
         token = next(self._tokens)
         armed[token] = (_monotonic() + rt.timeout, _get_ident())
         try:
-            return entry.handler(**args) if rt.keywords_only else rt.invoke(entry.handler, args, ctx)
+            if scope is None:
+                return entry.handler(**args) if rt.keywords_only else rt.invoke(entry.handler, args, ctx)
+            with interrupt_on_cancel(scope):
+                return rt.invoke(entry.handler, args, ctx)
         finally:
             if armed.pop(token, None) is None and self.watchdog.fired(token):
                 raise HandlerTimeout
@@ -589,8 +604,7 @@ class Pipeline:
             raise CallCancelled
         if entry.is_async:
             return self.bridge.run(cancellable(rt.invoke(entry.handler, args, ctx), token), rt.timeout)
-        with interrupt_on_cancel(token):
-            return self._run_sync(entry, args, ctx, rt)
+        return self._run_sync(entry, args, ctx, rt, token)
 
     def _executor(self, size: int | None = None) -> cf.ThreadPoolExecutor:
         """The worker pool (``[limits] max_parallel_calls`` threads, made on demand); ``size`` grows it."""
