@@ -247,9 +247,7 @@ class Agent:
             try:
                 try:  # the work runs on a worker, so this thread gets control back however it is stuck
                     result = run_cancellable(self._token, _GRACE, self._loop, state)
-                except (
-                    CallCancelled
-                ):  # cancelled, and the work did not stop in time: it ends on its own, unheard
+                except CallCancelled:  # the work did not stop in time: it ends on its own, unheard
                     self._detach(state)
                     state.text = self._keep_partial(state, detached=True) or state.text
                     self._repair()
@@ -257,9 +255,8 @@ class Agent:
             except KeyboardInterrupt:
                 self._token.cancel()
                 self._detach(state)
-                self._keep_partial(
-                    state, detached=True
-                )  # the user saw this much of the answer: keep it in the conversation
+                # the user saw this much of the answer: keep it in the conversation
+                self._keep_partial(state, detached=True)
                 self._repair()
                 raise
             self._emit(AgentFinished(self.session_id, self.depth, result))

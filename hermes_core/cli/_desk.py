@@ -41,8 +41,8 @@ class Desk:
     """Queues questions from any thread; ``serve`` answers them on the terminal's thread.
 
     ``approver`` asks approvals on the terminal (a ``TerminalApprover``); ``ask_user`` asks the ``clarify``
-    tool's questions; ``before_asking`` runs on the desk's thread before each prompt (it holds other output back
-    and drops keys typed ahead, so no stray key answers a prompt).
+    tool's questions; ``prompting()`` is entered on the desk's thread around each prompt (the chat holds other
+    output back there and drops keys typed ahead, so no stray key answers a prompt).
     """
 
     def __init__(
