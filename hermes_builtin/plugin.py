@@ -63,6 +63,8 @@ def on_agent_message(system: Any, session_id: str, message: dict[str, Any]) -> N
 
 @hookimpl
 def agent_context(system: Any, tools: frozenset[str]) -> str | None:
+    if "memory" not in tools and "skill_view" not in tools:  # asked every turn: most agents need nothing
+        return None
     from .agent_context import starting_context
 
     return starting_context(system, tools)
