@@ -296,14 +296,16 @@ class OpenAIChatClient(HttpModelClient):
                     if on_text is not None:
                         attempt.emitted = True
                         on_text(piece)
-                if isinstance(delta.get("refusal"), str):
-                    refusal.append(delta["refusal"])
-                thought = _reasoning_text(delta)
-                if thought:
-                    reasoning.append(thought)
-                _merge_details(details, delta.get("reasoning_details"))
-                for raw in delta.get("tool_calls") or ():
-                    self._merge_call(slots, raw)
+                if len(delta) > 1 or piece is None:  # more than a piece of text: what else it carries
+                    if isinstance(delta.get("refusal"), str):
+                        refusal.append(delta["refusal"])
+                    thought = _reasoning_text(delta)
+                    if thought:
+                        reasoning.append(thought)
+                    if delta.get("reasoning_details"):
+                        _merge_details(details, delta["reasoning_details"])
+                    for raw in delta.get("tool_calls") or ():
+                        self._merge_call(slots, raw)
                 if choice.get("finish_reason"):
                     finish = choice["finish_reason"]
         if cancel.cancelled:
