@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from .context import CallContext
     from .decisions import CallOutcome
     from .registry import ToolEntry, ToolRegistry
+    from .selection.ranking import Ranker, ToolDoc
     from .system import ToolSystem
 
 PROJECT = "hermes"
@@ -18,8 +22,9 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 @hookspec
-def register_tools(registry: ToolRegistry) -> None:
-    """Register this plugin's tools with ``registry.register(...)``."""
+def register_tools(registry: ToolRegistry) -> Mapping[str, str] | None:
+    """Register this plugin's tools with ``registry.register(...)``; a plugin made of independent parts may return
+    ``{part: reason}`` for those that failed alone (recorded on its ``PluginRecord.failed_units``)."""
 
 
 @hookspec
@@ -67,3 +72,10 @@ def agent_context(system: ToolSystem, session_id: str, tools: frozenset[str]) ->
     ``tools`` names the tools the agent may use in that request. Return a section (a heading and a few lines)
     or None; return the same text while nothing changed. Raising is logged and the section is left out.
     """
+
+
+@hookspec
+def register_tool_rankers() -> dict[str, Callable[[Sequence[ToolDoc]], Ranker]] | None:
+    """Return rankers for ``tool_search`` by name: ``{name: factory}``, where ``factory(docs)`` makes an object
+    whose ``search(query, limit)`` returns ``(tool name, score)`` pairs, best first. ``[tools] search_ranker``
+    chooses one (or fuses several)."""

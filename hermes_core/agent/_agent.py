@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .._aio.cancel import CallCancelled, CancelToken, current_token, run_cancellable
 from ..decisions import CallOutcome
 from ..models import ModelClient, ModelError, ModelReply, ToolCall, Usage, get_model
+from ..selection import SEARCH_TOOL
 from ._budget import budget_chars, conversation_chars, fit_messages
 from ._events import (
     AgentEvent,
@@ -85,11 +86,6 @@ def new_session_id(prefix: str = "agent") -> str:
 
 def _running(system: Host) -> weakref.WeakValueDictionary[str, Agent]:
     return system.stash("agent.running", weakref.WeakValueDictionary, cleanup=lambda _value: None)
-
-
-def _definition_name(definition: Mapping[str, Any]) -> str:
-    fn = definition.get("function")
-    return str(fn.get("name") if isinstance(fn, Mapping) else definition.get("name"))
 
 
 class Agent:
@@ -360,25 +356,36 @@ class Agent:
             cancel=self._token,
         )
 
-    def _definitions(self) -> list[dict[str, Any]]:
-        tools = self.system.definitions(self.toolsets, self.disabled, format=self.client.tool_format)
-        if self.allowed_tools is not None:
-            tools = [t for t in tools if _definition_name(t) in self.allowed_tools]
-        return tools
+    def _selection(self) -> tuple[list[str] | None, list[str] | None]:
+        """``(enabled, disabled)`` for definitions and calls: the toolsets, narrowed to ``allowed_tools`` by name
+        when given (so deferral and ``tool_search`` work within the allowed tools only)."""
+        if self.allowed_tools is None:
+            return self.toolsets, self.disabled
+        return sorted(self.system.available(self.toolsets, self.disabled) & self.allowed_tools), []
 
-    def _system_text(self, tools: list[dict[str, Any]]) -> str:
+    def _definitions(self) -> list[dict[str, Any]]:
+        # re-rendered every turn for this session: what its tool searches loaded is sent from the next turn on
+        enabled, disabled = self._selection()
+        return self.system.definitions(
+            enabled, disabled, format=self.client.tool_format, session_id=self.session_id
+        )
+
+    def _system_text(self) -> str:
         """The system prompt of the next request: ours, then what plugins give the agent to start with."""
         if not self.system_prompt or (self.messages and self.messages[0].get("role") == "system"):
             return ""
-        context = self._starting_context(tools)
+        context = self._starting_context()
         return f"{self.system_prompt}\n\n{context}" if context else self.system_prompt
 
-    def _starting_context(self, tools: list[dict[str, Any]]) -> str:
+    def _starting_context(self) -> str:
         """The ``agent_context`` hook's sections (the built-ins: the memory store, the skills index), capped."""
         limit = self.starting_context_chars
         if limit <= 0:
             return ""
-        names = frozenset(_definition_name(t) for t in tools)
+        enabled, disabled = (
+            self._selection()
+        )  # what it may use, deferred tools included (tool_search finds them)
+        names = self.system.available(enabled, disabled)
         try:
             sections = self.system.hooks.call(
                 "agent_context", system=self.system, session_id=self.session_id, tools=names
@@ -392,7 +399,7 @@ class Agent:
         return text
 
     def _request(self, tools: list[dict[str, Any]], state: _Run) -> list[dict[str, Any]]:
-        prompt = self._system_text(tools)
+        prompt = self._system_text()
         fixed = len(json.dumps(tools)) + len(prompt)
         budget = budget_chars(
             self.client.context_window, self.client.max_output_tokens, fixed, override=self.context_chars
@@ -438,7 +445,7 @@ class Agent:
                 outcomes[i] = CallOutcome(
                     call.name[:200], "error", _CANCELLED, call.id, error_kind="cancelled"
                 )
-            elif self.allowed_tools is not None and call.name not in self.allowed_tools:
+            elif self.allowed_tools is not None and call.name not in self.allowed_tools | {SEARCH_TOOL}:
                 message = json.dumps(
                     {"error": f"Tool {call.name[:100]!r} is not enabled for this conversation."}
                 )
@@ -448,13 +455,14 @@ class Agent:
             else:
                 runnable.append(i)
         if runnable:
+            enabled, disabled = self._selection()
             done = self.system.call_many_outcomes(
                 [
                     {"id": calls[i].id, "name": calls[i].name, "arguments": calls[i].arguments}
                     for i in runnable
                 ],
-                enabled=self.toolsets,
-                disabled=self.disabled,
+                enabled=enabled,
+                disabled=disabled,
                 session_id=self.session_id,
             )
             for i, outcome in zip(runnable, done, strict=True):
