@@ -222,3 +222,35 @@ def test_tool_calls_asked_after_the_cancel_are_not_run(make_system: MakeSystem) 
         result = agent.run("note twice")
     assert result.stop_reason == "cancelled" and ran == []
     assert all(json.loads(o.result)["error"].startswith("Not run") for o in result.tool_calls)
+
+
+def test_cancel_cancels_an_async_tool_where_it_awaits(make_system: MakeSystem) -> None:
+    import asyncio
+
+    seen: list[str] = []
+
+    async def wait_long() -> str:
+        seen.append("started")
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+        return "too late"
+
+    @hookimpl
+    def register_tools(registry: Any) -> None:
+        registry.register(
+            name="wait_long", toolset="testing", handler=wait_long, schema={"name": "wait_long"}
+        )
+
+    plugin = types.SimpleNamespace(register_tools=register_tools)
+    with ScriptedLLM([calls(call("wait_long"))]) as llm:
+        system = make_system(models={"test": model_table(llm)}, plugins=(plugin,))
+        agent = Agent(system, toolsets=["testing"])
+        watcher = cancel_when([agent], lambda: seen == ["started"], delay=0.1)
+        result, _, took = timed_run(agent, "wait")
+        watcher.join()
+    assert result.stop_reason == "cancelled" and took < 2.0
+    assert seen == ["started", "cancelled"]  # the coroutine was cancelled where it waited, not left to run
+    assert result.tool_calls[0].error_kind == "cancelled"
