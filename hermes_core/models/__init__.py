@@ -120,11 +120,18 @@ def get_model(system: Host, name: str | None = None) -> ModelClient:
     Raises ``ModelConfigError`` (a ``ConfigError``) naming the problem: no model configured, unknown name,
     an api_key whose environment variable is unset.
     """
-    spec = resolve_spec(system.config, name)
-    http = system.stash("models.http", _pool)
-    return system.stash(
-        f"models.client.{spec.name}", lambda: make_client(spec, http), cleanup=lambda _c: None
-    )
+    # every Agent asks (a sub-agent, each task of a job runner): resolving the [models] table again each time
+    # costs more than the rest of making an agent, and a system's configuration does not change
+    known: dict[str | None, ModelClient] = system.stash("models.by_name", dict, cleanup=lambda _d: None)
+    client = known.get(name)
+    if client is None:
+        spec = resolve_spec(system.config, name)
+        http = system.stash("models.http", _pool)
+        client = system.stash(
+            f"models.client.{spec.name}", lambda: make_client(spec, http), cleanup=lambda _c: None
+        )
+        known[name] = client
+    return client
 
 
 def model_names(system: Host) -> list[str]:

@@ -45,13 +45,6 @@ def new_call_id() -> str:
     return "call_" + uuid.uuid4().hex[:16]
 
 
-def _last_user(messages: Sequence[dict[str, Any]]) -> int:
-    for i in range(len(messages) - 1, -1, -1):
-        if messages[i].get("role") == "user":
-            return i
-    return -1
-
-
 def wire_messages(messages: Sequence[dict[str, Any]], *, reasoning: bool = True) -> list[dict[str, Any]]:
     """The messages with only the fields Chat Completions defines (hosts and the loop may keep extras).
 
@@ -59,8 +52,10 @@ def wire_messages(messages: Sequence[dict[str, Any]], *, reasoning: bool = True)
     reasoning their server sent with them; older turns never do (servers reject or ignore it there).
     """
     out: list[dict[str, Any]] = []
-    current = _last_user(messages) if reasoning else len(messages)
-    for index, msg in enumerate(messages):
+    thoughtful: list[
+        tuple[dict[str, Any], dict[str, Any]]
+    ] = []  # (wire, message) since the last user message
+    for msg in messages:
         role = msg.get("role")
         if role == "tool":
             out.append(
@@ -76,18 +71,22 @@ def wire_messages(messages: Sequence[dict[str, Any]], *, reasoning: bool = True)
                 wire["tool_calls"] = msg["tool_calls"]
             elif wire["content"] is None:
                 wire["content"] = ""
-            if isinstance(msg.get("refusal"), str) and msg["refusal"]:
+            if msg.get("refusal") and isinstance(msg["refusal"], str):
                 wire["refusal"] = msg["refusal"]
-            if index > current:
-                for key in ("reasoning_content", "reasoning_details"):
-                    if msg.get(key):
-                        wire[key] = msg[key]
+            if reasoning and ("reasoning_content" in msg or "reasoning_details" in msg):
+                thoughtful.append((wire, msg))
             out.append(wire)
         else:
+            if role == "user":
+                thoughtful.clear()
             content = msg.get("content")
             out.append(
                 {"role": role, "content": content if isinstance(content, list) else content_text(content)}
             )
+    for wire, msg in thoughtful:
+        for key in ("reasoning_content", "reasoning_details"):
+            if msg.get(key):
+                wire[key] = msg[key]
     return out
 
 
@@ -299,9 +298,10 @@ class OpenAIChatClient(HttpModelClient):
                 if len(delta) > 1 or piece is None:  # more than a piece of text: what else it carries
                     if isinstance(delta.get("refusal"), str):
                         refusal.append(delta["refusal"])
-                    thought = _reasoning_text(delta)
-                    if thought:
-                        reasoning.append(thought)
+                    if "reasoning_content" in delta or "reasoning" in delta:
+                        thought = _reasoning_text(delta)
+                        if thought:
+                            reasoning.append(thought)
                     if delta.get("reasoning_details"):
                         _merge_details(details, delta["reasoning_details"])
                     for raw in delta.get("tool_calls") or ():
