@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import logging
 import queue
 import threading
@@ -56,48 +55,54 @@ def _noop() -> None:
 
 class CancelToken:
     """A thread-safe cancellation flag; cancelling a token cancels the tokens made from it with ``child()``
-    and runs the callbacks registered with ``on_cancel``."""
+    and runs the callbacks registered with ``on_cancel``. Cheap to make: one is made for every run and request,
+    and what only some need (an event to sleep on, the children, the callbacks) is made on first use."""
 
-    __slots__ = ("__weakref__", "_callbacks", "_children", "_event", "_lock", "_numbers")
+    __slots__ = ("__weakref__", "_callbacks", "_cancelled", "_children", "_event", "_lock", "_next")
 
     def __init__(self) -> None:
-        self._event = threading.Event()
-        self._children: weakref.WeakSet[CancelToken] = weakref.WeakSet()  # a finished child is not kept alive
-        self._callbacks: dict[int, Callable[[], object]] = {}
-        self._numbers = itertools.count()
+        self._cancelled = False
         self._lock = threading.Lock()
+        self._event: threading.Event | None = None
+        self._children: weakref.WeakSet[CancelToken] | None = None  # a finished child is not kept alive
+        self._callbacks: dict[int, Callable[[], object]] | None = None
+        self._next = 0
 
     def __repr__(self) -> str:
-        return f"<CancelToken {'cancelled' if self.cancelled else 'live'}>"
+        return f"<CancelToken {'cancelled' if self._cancelled else 'live'}>"
 
     @property
     def cancelled(self) -> bool:
-        return self._event.is_set()
+        return self._cancelled
 
     def cancel(self) -> None:
         """Cancel this token and its children; each ``on_cancel`` callback runs once, on this thread."""
         with self._lock:
-            if self._event.is_set():
+            if self._cancelled:
                 return
-            self._event.set()
-            children = list(self._children)
-            callbacks = list(self._callbacks.values())
-            self._callbacks.clear()
-        for callback in callbacks:
+            self._cancelled = True
+            event, children, callbacks = self._event, self._children, self._callbacks
+            self._callbacks = None
+        if event is not None:
+            event.set()
+        for callback in list(callbacks.values()) if callbacks else ():
             try:
                 callback()
             except Exception:  # one broken callback must not keep the others from stopping their work
                 log.exception("a cancel callback failed")
-        for child in children:
+        for child in list(children) if children is not None else ():
             child.cancel()
 
     def child(self) -> CancelToken:
         """A token cancelled with this one (but cancelling it leaves this one alone)."""
         token = CancelToken()
         with self._lock:
-            self._children.add(token)
-            if self._event.is_set():
-                token._event.set()
+            if self._cancelled:
+                token._cancelled = True
+            else:
+                if self._children is None:
+                    self._children = weakref.WeakSet()
+                self._children.add(token)
         return token
 
     def on_cancel(self, callback: Callable[[], object]) -> Callable[[], None]:
@@ -106,8 +111,11 @@ class CancelToken:
         Returns a function that unregisters it; call it when the work the callback would stop has ended.
         """
         with self._lock:
-            if not self._event.is_set():
-                number = next(self._numbers)
+            if not self._cancelled:
+                if self._callbacks is None:
+                    self._callbacks = {}
+                number = self._next
+                self._next += 1
                 self._callbacks[number] = callback
                 return lambda: self._forget(number)
         callback()
@@ -115,11 +123,18 @@ class CancelToken:
 
     def _forget(self, number: int) -> None:
         with self._lock:
-            self._callbacks.pop(number, None)
+            if self._callbacks is not None:
+                self._callbacks.pop(number, None)
 
     def wait(self, timeout: float) -> bool:
         """Sleep up to ``timeout`` seconds; True as soon as the token is cancelled."""
-        return self._event.wait(timeout)
+        with self._lock:
+            if self._cancelled:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
 
 
 _CURRENT: ContextVar[CancelToken | None] = ContextVar("hermes_cancel_token", default=None)
