@@ -14,6 +14,7 @@ that ends the call early fills in why, and ``_finish`` shapes the result.
 from __future__ import annotations
 
 import contextvars
+import functools
 import itertools
 import json
 import logging
@@ -24,6 +25,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._aio.cancel import CallCancelled, CancelToken, cancellable, current_token, interrupt_on_cancel
 from .._aio.watchdog import HandlerTimeout, Watchdog
 from .._signatures import handler_shape
 from ..context import ApprovalDenied, CallContext, Guard
@@ -131,6 +133,9 @@ def _new_call_id() -> str:
 
 def _error_text(message: str, **extra: Any) -> str:
     return json.dumps({"error": message, **extra}, ensure_ascii=False)
+
+
+_CANCELLED = "Stopped: the user cancelled this call before it finished; it may have done part of its work."
 
 
 def _end(outcome: CallOutcome, status: Status, kind: str, message: str, error_id: str | None = None) -> None:
@@ -256,6 +261,8 @@ class Pipeline:
         name = outcome.name
         if isinstance(err, ApprovalDenied):
             _end(outcome, "denied", "approval", f"Denied: {err.message}")
+        elif isinstance(err, CallCancelled):
+            _end(outcome, "error", "cancelled", _CANCELLED)
         elif isinstance(err, ToolError):
             _end(outcome, "error", err.kind, err.message)
         elif isinstance(err, (HandlerTimeout, TimeoutError)):
@@ -388,12 +395,15 @@ class Pipeline:
             if outcome.status == "ok":
                 entry, rt, args, ctx = admitted
                 assert entry is not None and rt is not None  # admitted: the tool and its runtime are known
+                scope = current_token()
                 try:
-                    if entry.is_async:
+                    if scope is not None:
+                        value = self._run_under(scope, entry, args, ctx, rt)
+                    elif entry.is_async:
                         value = self.bridge.run(rt.invoke(entry.handler, args, ctx), rt.timeout)
                     else:
                         value = self._run_sync(entry, args, ctx, rt)
-                except (Exception, HandlerTimeout) as err:
+                except (Exception, HandlerTimeout, CallCancelled) as err:
                     self._failed(outcome, err, rt)
             return self._finish(outcome, started, admitted, value)
         except (KeyboardInterrupt, SystemExit):
@@ -425,21 +435,29 @@ class Pipeline:
             if outcome.status == "ok":
                 entry, rt, args, ctx = admitted
                 assert entry is not None and rt is not None
+                token = current_token()
                 try:
                     loop = asyncio.get_running_loop()
-                    if not entry.is_async:  # on a worker thread, so the caller's loop runs on
+                    if (
+                        not entry.is_async
+                    ):  # on a worker thread (with this task's context), so the loop runs on
+                        work = self._run_sync if token is None else functools.partial(self._run_under, token)
                         value = await loop.run_in_executor(
-                            self._executor(), self._run_sync, entry, args, ctx, rt
+                            self._executor(), contextvars.copy_context().run, work, entry, args, ctx, rt
                         )
                     elif self.bridge.claim(loop):  # native: right here, in the awaiting task
                         coro = rt.invoke(entry.handler, args, ctx)
+                        if token is not None:
+                            coro = cancellable(coro, token)
                         value = (
                             await coro if rt.timeout is None else await self._timed(coro, rt.timeout, loop)
                         )
                     else:  # the system's loop is another one: hand over without blocking this loop
                         coro = rt.invoke(entry.handler, args, ctx)
+                        if token is not None:
+                            coro = cancellable(coro, token)
                         value = await self.bridge.run_elsewhere(coro, rt.timeout, self._executor())
-                except (Exception, HandlerTimeout) as err:
+                except (Exception, HandlerTimeout, CallCancelled) as err:
                     self._failed(outcome, err, rt)
             return self._finish(outcome, started, admitted, value)
         except asyncio.CancelledError:
@@ -494,18 +512,49 @@ class Pipeline:
         )
         return outcome
 
-    def _run_sync(self, entry: ToolEntry, args: dict[str, Any], ctx: CallContext | None, rt: _Runtime) -> Any:
-        """Call a sync handler on this thread, interrupted by the watchdog when its timeout passes."""
+    def _run_sync(
+        self,
+        entry: ToolEntry,
+        args: dict[str, Any],
+        ctx: CallContext | None,
+        rt: _Runtime,
+        scope: CancelToken | None = None,
+    ) -> Any:
+        """Call a sync handler on this thread, interrupted by the watchdog when its timeout passes (and, with a
+        ``scope``, when that token is cancelled: the interruption covers the handler alone, never the
+        bookkeeping around it)."""
         if rt.timeout is None:
-            return entry.handler(**args) if rt.keywords_only else rt.invoke(entry.handler, args, ctx)
+            if scope is None:
+                return entry.handler(**args) if rt.keywords_only else rt.invoke(entry.handler, args, ctx)
+            with interrupt_on_cancel(scope):
+                return rt.invoke(entry.handler, args, ctx)
         armed = self._armed  # Watchdog.arm/disarm, inlined (this is on every call's path)
         token = next(self._tokens)
         armed[token] = (_monotonic() + rt.timeout, _get_ident())
         try:
-            return entry.handler(**args) if rt.keywords_only else rt.invoke(entry.handler, args, ctx)
+            if scope is None:
+                return entry.handler(**args) if rt.keywords_only else rt.invoke(entry.handler, args, ctx)
+            with interrupt_on_cancel(scope):
+                return rt.invoke(entry.handler, args, ctx)
         finally:
             if armed.pop(token, None) is None and self.watchdog.fired(token):
                 raise HandlerTimeout
+
+    def _run_under(
+        self,
+        token: CancelToken,
+        entry: ToolEntry,
+        args: dict[str, Any],
+        ctx: CallContext | None,
+        rt: _Runtime,
+    ) -> Any:
+        """Dispatch a call made under a cancel token (an agent's turn): cancelling the token stops the handler
+        (``CallCancelled`` in a sync handler's thread, its task cancelled for an async one)."""
+        if token.cancelled:
+            raise CallCancelled
+        if entry.is_async:
+            return self.bridge.run(cancellable(rt.invoke(entry.handler, args, ctx), token), rt.timeout)
+        return self._run_sync(entry, args, ctx, rt, token)
 
     def _executor(self, size: int | None = None) -> cf.ThreadPoolExecutor:
         """The worker pool (``[limits] max_parallel_calls`` threads, made on demand); ``size`` grows it."""
@@ -557,6 +606,7 @@ class Pipeline:
                     with gate:
                         return one(i)
 
+                # each call keeps the caller's context (its cancel token, its workspace)
                 futures = {i: pool.submit(contextvars.copy_context().run, gated, i) for i in batch}
                 for i, fut in futures.items():
                     results[i] = fut.result()

@@ -59,14 +59,17 @@ def with_add(system: ToolSystem) -> ToolSystem:
 def test_a_plugin_that_loses_a_name_keeps_its_blocking_hook_and_its_other_tools(tmp_path: Path) -> None:
     write(tmp_path / "plugins", "guard", GUARD_AND_CLASH)
     with ToolSystem.load(
-        load_entry_points=False, plugins_dir=tmp_path / "plugins", plugins=[hermes_builtin.plugin]
+        load_entry_points=False,
+        plugins_dir=tmp_path / "plugins",
+        plugins=[hermes_builtin.plugin],
+        config={"tools": {"check_timeout": 60}},  # terminal's sandbox probe may be slow on a loaded machine
     ) as system:
         record = system.plugins.records["dropin:guard"]
         assert record.status == "loaded" and record.hooks == ["pre_tool_call"]
         assert list(record.refused) == ["read_file"] and record.tools == ["fetch"]
         assert system.registry["read_file"].plugin == "hermes_builtin.plugin"
         blocked = system.call_outcome("terminal", {"command": "curl https://example.invalid/"})
-        assert blocked.status == "blocked" and "curl is not allowed here" in blocked.result
+        assert blocked.status == "blocked" and "curl is not allowed here" in blocked.result, blocked.result
         assert system.call("fetch", {"url": "u"}) == "fetched u"
         problems = [p for p in run_doctor(system).problems if p.plugin == "dropin:guard"]
         assert [(p.severity, p.check) for p in problems] == [("error", "clash")]
