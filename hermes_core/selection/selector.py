@@ -168,7 +168,7 @@ class Selector:
         return self.current(enabled, disabled, disabled_tools)
 
     def selected(self, runnable: frozenset[str]) -> frozenset[str]:
-        """The ``available`` set of the selection whose ``runnable`` set this is (itself when they are one)."""
+        """What a call's context lists as enabled for the selection whose ``runnable`` set this is."""
         found = self._selected_of.get(id(runnable))
         return found[1] if found is not None and found[0] is runnable else runnable
 
@@ -204,10 +204,14 @@ class Selector:
         if search is not None:
             usable[SEARCH_TOOL] = search
         sel.for_calls = Runnable(runnable, hidden, pending, usable)
-        if runnable is not available:  # a call's context lists what it selected, not the search tool
+        # a call's context lists what it selected, not the search tool, and with the tools whose check is still
+        # running: one that acts through others (execute_code, delegate_task) must not lose them to a check that
+        # had not answered yet (each call it makes is admitted again, waiting for that tool's own check)
+        listed = available | pending if pending else available
+        if runnable is not listed:
             if len(self._selected_of) > 512:
                 self._selected_of.clear()
-            self._selected_of[id(runnable)] = (runnable, available)
+            self._selected_of[id(runnable)] = (runnable, listed)
         if (
             prior is not None
             and (prior.generation, prior.toolsets_version) == stamp[:2]
