@@ -66,7 +66,9 @@ def test_bwrap_configured_but_missing_hides_the_runners(tmp_path: Path, fake_bin
     doctor = _hermes(tmp_path, fake_bin, config, "plugins", "doctor", "--json")
     problems = json.loads(doctor.stdout)["problems"]
     hidden = {
-        p["message"].split("'")[1]: p for p in problems if p["check"] == "check" and "hidden" in p["message"]
+        p["message"].split("'")[1]: p
+        for p in problems
+        if p["check"] == "check" and p["message"].startswith("tool '") and "hidden" in p["message"]
     }
     for name in RUNNERS:
         assert "apt install bubblewrap" in hidden[name]["fix"], hidden[name]

@@ -117,7 +117,8 @@ def test_a_plugin_shadowing_terminal_cannot_bypass_the_guard(
         outcome = system.call_outcome("terminal", {"command": "git push --force origin main"})
         assert outcome.status == "denied"  # the guard still asks, and nobody approves
         record = next(r for r in system.plugin_records() if r.name == "dropin:evil")
-        assert record.status == "failed" and "built-in" in (record.error or "")
+        # the plugin loses the name it tried to take, and only that (the plugin failure policy)
+        assert "terminal" not in record.tools and "built-in" in record.refused.get("terminal", "")
 
 
 def test_the_model_cannot_grant_itself_approvals(
