@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from .errors import ToolError
 
 if TYPE_CHECKING:
+    from .cancellation import Cancellation
     from .host import AskUser, Host
     from .session import Session
 
@@ -65,7 +66,9 @@ class CallContext:
     through the pipeline); ``session`` this conversation's state. ``guard_command`` and ``guard_path`` run the
     security layer and the approval flow: they return when the action may go ahead and raise ``ApprovalDenied``
     (a ``ToolError``) when it may not. ``approver`` is the approver of this call when its caller brought one
-    (an MCP client, a chat UI), else None: the system's approver decides.
+    (an MCP client, a chat UI), else None: the system's approver decides. ``cancellation`` is the call's
+    ``hermes_core.cancellation.Cancellation`` when its caller may cancel it: a long sync handler checks
+    ``cancelled`` (or calls ``check_cancelled()``) between steps.
     """
 
     __slots__ = (
@@ -73,6 +76,7 @@ class CallContext:
         "_guard",
         "approver",
         "call_id",
+        "cancellation",
         "enabled",
         "host",
         "session_id",
@@ -92,6 +96,7 @@ class CallContext:
         guard: Guard | None = None,
         enabled: frozenset[str] | None = None,
         approver: Any = None,
+        cancellation: Cancellation | None = None,
     ) -> None:
         self.call_id = call_id
         self.session_id = session_id
@@ -102,9 +107,10 @@ class CallContext:
         self._guard = guard
         self.enabled = enabled
         self.approver = approver
+        self.cancellation = cancellation
 
     def derive(self, *, call_id: str, tool_name: str) -> CallContext:
-        """A copy for another call of the same session (same workspace, user, approver and guard)."""
+        """A copy for another call of the same session (same workspace, user, approver, guard and cancellation)."""
         return CallContext(
             call_id=call_id,
             session_id=self.session_id,
@@ -115,7 +121,25 @@ class CallContext:
             guard=self._guard,
             enabled=self.enabled,
             approver=self.approver,
+            cancellation=self.cancellation,
         )
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the caller cancelled this call (see ``hermes_core.cancellation``)."""
+        cancel = self.cancellation
+        return cancel is not None and cancel.cancelled
+
+    def check_cancelled(self) -> None:
+        """Raise ``CallCancelled`` (a ``ToolError``) when the caller cancelled this call."""
+        if self.cancellation is not None:
+            self.cancellation.check()
+
+    def on_cancel(self, callback: Callable[[], Any]) -> Callable[[], None]:
+        """Run ``callback()`` if the call is cancelled (on the cancelling thread); returns an unregister function."""
+        if self.cancellation is None:
+            return _nothing
+        return self.cancellation.on_cancel(callback)
 
     @property
     def session(self) -> Session:
@@ -191,3 +215,7 @@ class CallContext:
         if self.host is None:
             return {}
         return self.host.plugin_config(name)
+
+
+def _nothing() -> None:
+    return None

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from .cancellation import Cancellation
     from .config import Config
     from .decisions import CallOutcome
     from .plugins._hooks import HookRunner
@@ -96,6 +97,7 @@ class Host(Protocol):
         call_id: str | None = None,
         approver: Any = None,
         ask_user: AskUser | None = None,
+        cancel: Cancellation | None = None,
     ) -> CallOutcome: ...
 
     async def acall_outcome(
@@ -109,6 +111,7 @@ class Host(Protocol):
         call_id: str | None = None,
         approver: Any = None,
         ask_user: AskUser | None = None,
+        cancel: Cancellation | None = None,
     ) -> CallOutcome: ...
 
     def call_many_outcomes(
@@ -218,6 +221,7 @@ class SystemHost:
         call_id: str | None = None,
         approver: Any = None,
         ask_user: AskUser | None = None,
+        cancel: Cancellation | None = None,
     ) -> CallOutcome:
         return self._system.call_outcome(
             name,
@@ -228,6 +232,7 @@ class SystemHost:
             call_id=call_id,
             approver=approver,
             ask_user=ask_user,
+            cancel=cancel,
         )
 
     async def acall_outcome(
@@ -241,6 +246,7 @@ class SystemHost:
         call_id: str | None = None,
         approver: Any = None,
         ask_user: AskUser | None = None,
+        cancel: Cancellation | None = None,
     ) -> CallOutcome:
         return await self._system.acall_outcome(
             name,
@@ -251,6 +257,7 @@ class SystemHost:
             call_id=call_id,
             approver=approver,
             ask_user=ask_user,
+            cancel=cancel,
         )
 
     def call_many_outcomes(

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from . import paths
+from .cancellation import Cancellation
 from .config import Config, load_config
 from .context import CallContext, Guard, workspace_override
 from .decisions import CallOutcome
@@ -144,6 +145,7 @@ class ToolSystem:
         enabled: frozenset[str],
         approver: Any = None,
         ask_user: AskUser | None = None,
+        cancel: Cancellation | None = None,
     ) -> CallContext:
         return CallContext(
             call_id=call_id,
@@ -155,6 +157,7 @@ class ToolSystem:
             guard=self._guard,
             enabled=enabled,
             approver=approver,
+            cancellation=cancel,
         )
 
     # -- sessions ----------------------------------------------------------------------------------------
@@ -167,8 +170,12 @@ class ToolSystem:
         return self.sessions.get(session_id or self.session_id)
 
     def close_session(self, session_id: str) -> bool:
-        """End session ``session_id``: its processes, environment and other state are released now."""
-        return self.sessions.close(session_id)
+        """End session ``session_id``: its processes, environment, other state and "session" approvals are
+        released now."""
+        try:
+            return self.sessions.close(session_id)
+        finally:
+            self._guard.forget_session(session_id)
 
     # -- construction ------------------------------------------------------------------------------------
 
@@ -399,13 +406,15 @@ class ToolSystem:
         call_id: str | None = None,
         approver: Any = None,
         ask_user: AskUser | None = None,
+        cancel: Cancellation | None = None,
     ) -> str:
         """Run one tool call through the pipeline and return what the model should see. Never raises.
 
-        ``approver``/``ask_user`` answer for this call instead of the system's (an MCP client, a chat window).
+        ``approver``/``ask_user`` answer for this call instead of the system's (an MCP client, a chat window);
+        ``cancel`` (a ``hermes_core.cancellation.Cancellation``) lets the caller stop the call while it runs.
         """
         return self.pipeline.run(
-            name, arguments, enabled, disabled, session_id, call_id, approver, ask_user
+            name, arguments, enabled, disabled, session_id, call_id, approver, ask_user, cancel
         ).result
 
     def call_outcome(
@@ -419,9 +428,12 @@ class ToolSystem:
         call_id: str | None = None,
         approver: Any = None,
         ask_user: AskUser | None = None,
+        cancel: Cancellation | None = None,
     ) -> CallOutcome:
         """Like ``call`` but returns the whole ``CallOutcome`` (status, duration, error kind and id)."""
-        return self.pipeline.run(name, arguments, enabled, disabled, session_id, call_id, approver, ask_user)
+        return self.pipeline.run(
+            name, arguments, enabled, disabled, session_id, call_id, approver, ask_user, cancel
+        )
 
     async def acall(
         self,
@@ -434,10 +446,11 @@ class ToolSystem:
         call_id: str | None = None,
         approver: Any = None,
         ask_user: AskUser | None = None,
+        cancel: Cancellation | None = None,
     ) -> str:
         """The native async form of ``call``: never blocks the caller's event loop."""
         outcome = await self.pipeline.arun(
-            name, arguments, enabled, disabled, session_id, call_id, approver, ask_user
+            name, arguments, enabled, disabled, session_id, call_id, approver, ask_user, cancel
         )
         return outcome.result
 
@@ -452,9 +465,10 @@ class ToolSystem:
         call_id: str | None = None,
         approver: Any = None,
         ask_user: AskUser | None = None,
+        cancel: Cancellation | None = None,
     ) -> CallOutcome:
         return await self.pipeline.arun(
-            name, arguments, enabled, disabled, session_id, call_id, approver, ask_user
+            name, arguments, enabled, disabled, session_id, call_id, approver, ask_user, cancel
         )
 
     def call_many(

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .._aio.watchdog import HandlerTimeout, Watchdog
 from .._signatures import handler_shape
+from ..cancellation import CallCancelled, Cancellation, cancelling
 from ..context import ApprovalDenied, CallContext, Guard
 from ..decisions import CallOutcome, RequireApproval, Status, ToolOutput
 from ..errors import ToolError
@@ -66,6 +67,7 @@ class ContextFactory(Protocol):
         enabled: frozenset[str],
         approver: Any,
         ask_user: Any,
+        cancel: Cancellation | None = None,
     ) -> CallContext: ...
 
 
@@ -109,6 +111,7 @@ class _Call:
         "args",
         "ask_user",
         "call_id",
+        "cancel",
         "ctx",
         "entry",
         "name",
@@ -125,6 +128,7 @@ class _Call:
         started: float,
         approver: Any = None,
         ask_user: Any = None,
+        cancel: Cancellation | None = None,
     ) -> None:
         self.name = name
         self.call_id = call_id
@@ -132,6 +136,7 @@ class _Call:
         self.started = started
         self.approver = approver  # the caller's own approver and user (an MCP client, a chat UI), if any
         self.ask_user = ask_user
+        self.cancel = cancel  # the caller's way to stop the call while it runs, if any
         self.entry: ToolEntry | None = None
         self.rt: _Runtime | None = None
         self.args: dict[str, Any] = {}
@@ -331,7 +336,13 @@ class Pipeline:
 
     def _context(self, call: _Call, available: frozenset[str]) -> CallContext:
         return self._new_context(
-            call.call_id, call.session_id, str(call.name), available, call.approver, call.ask_user
+            call.call_id,
+            call.session_id,
+            str(call.name),
+            available,
+            call.approver,
+            call.ask_user,
+            call.cancel,
         )
 
     def _prepare(self, call: _Call, raw: Any, enabled: Names, disabled: Names) -> CallOutcome | None:
@@ -390,15 +401,17 @@ class Pipeline:
         call_id: str | None = None,
         approver: Any = None,
         ask_user: Any = None,
+        cancel: Cancellation | None = None,
     ) -> CallOutcome:
-        """Run one call synchronously. Never raises.
+        """Run one call synchronously. Never raises. ``cancel`` stops it when cancelled (see
+        ``hermes_core.cancellation``); the outcome is then an error of kind ``cancelled``.
 
         The common case (no hooks, a sync handler that takes no context, valid arguments, a result within its
         limit) runs inline below: the stages are the same as on the general path, only without the calls
         between them, which are most of the pipeline's cost at this size. Anything else leaves it early.
         """
         started = _perf_counter()
-        if self._plain and type(name) is str:
+        if self._plain and cancel is None and type(name) is str:
             try:
                 entry = self.tools.get(name)
                 rt = entry._runtime if entry is not None else None
@@ -444,7 +457,7 @@ class Pipeline:
                 pass  # the general path below parses again and reports the problem
             except BaseException:  # the last line of defence (a late HandlerTimeout included): never raise
                 return self._internal_error(name)
-        call = _Call(name, call_id or _new_call_id(), session_id, started, approver, ask_user)
+        call = _Call(name, call_id or _new_call_id(), session_id, started, approver, ask_user, cancel)
         try:
             early = self._prepare(call, raw, enabled, disabled)
             if early is not None:
@@ -452,7 +465,9 @@ class Pipeline:
             entry, rt = call.entry, call.rt
             assert entry is not None and rt is not None
             try:
-                if entry.is_async:
+                if cancel is not None:
+                    value = self._run_cancellable(call, entry, rt, cancel)
+                elif entry.is_async:
                     value = self.bridge.run(rt.invoke(entry.handler, call.args, call.ctx), rt.timeout)
                 else:
                     value = self._run_sync(entry, call.args, call.ctx, rt)
@@ -474,13 +489,14 @@ class Pipeline:
         call_id: str | None = None,
         approver: Any = None,
         ask_user: Any = None,
+        cancel: Cancellation | None = None,
     ) -> CallOutcome:
         """Run one call without blocking the caller's loop: async handlers on the system's loop (the caller's
         own, see ``_shared_loop``), sync ones on a worker thread. Never raises (except cancellation of the
         awaiting task)."""
         import asyncio
 
-        call = _Call(name, call_id or _new_call_id(), session_id, _perf_counter(), approver, ask_user)
+        call = _Call(name, call_id or _new_call_id(), session_id, _perf_counter(), approver, ask_user, cancel)
         try:
             early = self._prepare(call, raw, enabled, disabled)
             if early is not None:
@@ -489,15 +505,18 @@ class Pipeline:
             assert entry is not None and rt is not None
             try:
                 loop = asyncio.get_running_loop()
+                if cancel is not None:
+                    cancel.check()
                 if not entry.is_async:  # on a worker thread, so the caller's loop runs on
+                    run_sync = self._run_sync if cancel is None else self._sync_cancellable
                     value = await loop.run_in_executor(
-                        self._executor(), self._run_sync, entry, call.args, call.ctx, rt
+                        self._executor(), run_sync, entry, call.args, call.ctx, rt, cancel
                     )
                 elif self.bridge.claim(loop):  # native: right here, in the awaiting task
-                    coro = rt.invoke(entry.handler, call.args, call.ctx)
+                    coro = self._with_cancel(rt.invoke(entry.handler, call.args, call.ctx), cancel)
                     value = await coro if rt.timeout is None else await self._timed(coro, rt.timeout, loop)
                 else:  # the system's loop is another one: hand over without blocking this loop
-                    coro = rt.invoke(entry.handler, call.args, call.ctx)
+                    coro = self._with_cancel(rt.invoke(entry.handler, call.args, call.ctx), cancel)
                     value = await self.bridge.run_elsewhere(coro, rt.timeout, self._executor())
             except (Exception, HandlerTimeout) as err:
                 return self._finish(call, self._handler_failed(call, err))
@@ -547,7 +566,77 @@ class Pipeline:
         message = f"Internal error while running the tool (error id {error_id})."
         return _fail(str(name)[:200], "error", "exception", message, error_id=error_id)
 
-    def _run_sync(self, entry: ToolEntry, args: dict[str, Any], ctx: CallContext | None, rt: _Runtime) -> Any:
+    # -- cancellation (a caller's ``cancel``: see hermes_core.cancellation) -------------------------------
+
+    def _run_cancellable(self, call: _Call, entry: ToolEntry, rt: _Runtime, cancel: Cancellation) -> Any:
+        cancel.check()  # cancelled while it waited for a worker or an approval: never start it
+        if entry.is_async:
+            return self.bridge.run(
+                self._with_cancel(rt.invoke(entry.handler, call.args, call.ctx), cancel), rt.timeout
+            )
+        return self._sync_cancellable(entry, call.args, call.ctx, rt, cancel)
+
+    def _sync_cancellable(
+        self,
+        entry: ToolEntry,
+        args: dict[str, Any],
+        ctx: CallContext | None,
+        rt: _Runtime,
+        cancel: Cancellation | None,
+    ) -> Any:
+        """A sync handler with ``cancel`` current (the sandbox kills what it runs when it fires)."""
+        with cancelling(cancel):
+            value = self._run_sync(entry, args, ctx, rt)
+        if cancel is not None:
+            cancel.check()  # a handler that ignored the cancel: its result is not wanted
+        return value
+
+    @staticmethod
+    def _with_cancel(coro: Any, cancel: Cancellation | None) -> Any:
+        """``coro`` (an async handler's), cancelled as a task when ``cancel`` fires; ``CallCancelled`` then."""
+        if cancel is None:
+            return coro
+
+        async def cancellable() -> Any:
+            import asyncio
+
+            task = asyncio.current_task()
+            loop = asyncio.get_running_loop()
+            assert task is not None
+            pending = [True]
+            fired: list[bool] = []
+
+            def deliver() -> None:  # on the loop's thread, and only while the handler still runs
+                if pending[0]:
+                    fired.append(True)
+                    task.cancel()
+
+            def stop() -> None:  # on the cancelling thread
+                if not loop.is_closed():
+                    loop.call_soon_threadsafe(deliver)
+
+            forget = cancel.on_cancel(stop)
+            try:
+                with cancelling(cancel):
+                    return await coro
+            except asyncio.CancelledError:
+                if fired and task.uncancel() == 0:
+                    raise CallCancelled(cancel.reason) from None
+                raise
+            finally:
+                pending[0] = False
+                forget()
+
+        return cancellable()
+
+    def _run_sync(
+        self,
+        entry: ToolEntry,
+        args: dict[str, Any],
+        ctx: CallContext | None,
+        rt: _Runtime,
+        cancel: Cancellation | None = None,
+    ) -> Any:
         """Call a sync handler on this thread, interrupted by the watchdog when its timeout passes."""
         if rt.timeout is None:
             return entry.handler(**args) if rt.keywords_only else rt.invoke(entry.handler, args, ctx)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from ..cancellation import CallCancelled, current_cancellation
 from ..context import workspace_override
 from ._capture import HeadTail, drain
 from ._cgroup import Cgroup, cgroup_joiner
@@ -166,6 +167,9 @@ class Sandbox:
         """
         if self._closed:
             raise SandboxRefused("the tool system is closed")
+        cancel = None if background else current_cancellation()
+        if cancel is not None:
+            cancel.check()  # the call was cancelled before its command started
         choice = self.choice
         if choice.backend is None:
             raise SandboxRefused(choice.reason)
@@ -278,9 +282,11 @@ class Sandbox:
 
         Output is kept head and tail up to ``limits.max_output_bytes`` (default 1 MB); with ``split_output``
         stderr is kept apart (up to ``stderr_bytes``). A tree that hits a limit or the timeout is ended:
-        SIGTERM, ``grace`` seconds, then SIGKILL.
+        SIGTERM, ``grace`` seconds, then SIGKILL. When the running call is cancelled
+        (``hermes_core.cancellation``), the tree is killed at once and ``CallCancelled`` is raised.
         """
         lim = self.limits(limits)
+        cancel = current_cancellation()
         started = time.monotonic()
         proc = self.start(
             argv,
@@ -325,6 +331,9 @@ class Sandbox:
                         break
                 if wait_exit(proc.popen, fd, wait):
                     break
+                if cancel is not None and cancel.cancelled:
+                    kill_note = proc.terminate(0)
+                    break
                 limit = self._over_limit(proc, lim)
                 if limit:
                     kill_note = proc.terminate(min(grace, 0.2))
@@ -355,6 +364,8 @@ class Sandbox:
                 with contextlib.suppress(OSError):
                     stream.close()
             proc.release()
+        if cancel is not None and cancel.cancelled and kill_note:
+            raise CallCancelled(f"{cancel.reason}; the command and its children were {kill_note}")
         killed = timed_out or bool(limit and kill_note)
         return RunResult(
             exit_code=None if killed else proc.popen.returncode,
