@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 __all__ = ["BackgroundProcess", "ProcessTable"]
 
+_numbers = itertools.count(1)  # process ids are unique in the process, whichever session's table holds them
+
 
 class _Spool:
     """Writes a process's output to ``<base>.log``, rotating to ``<base>.log.1`` to cap disk use."""
@@ -142,13 +144,12 @@ class ProcessTable:
         self.log_cap_bytes = log_cap_bytes
         self._procs: dict[str, BackgroundProcess] = {}
         self._lock = threading.Lock()
-        self._counter = itertools.count(1)
 
     def add(self, command: str, cwd: Path, start: Any) -> BackgroundProcess:
         """Start a process with ``start(stdout=...)`` (it returns a ``SandboxProcess``) and track it."""
         self.spool_dir.mkdir(parents=True, exist_ok=True)
         with self._lock:
-            key = f"proc_{os.getpid():x}_{next(self._counter)}"
+            key = f"proc_{os.getpid():x}_{next(_numbers)}"
         spool = _Spool(self.spool_dir / key, self.log_cap_bytes)
         try:
             proc = start()

@@ -266,7 +266,8 @@ def _resolve_cwd(context: CallContext, cwd: str | None) -> Path:
 def _table(context: CallContext) -> ProcessTable:
     from ._procs import ProcessTable
 
-    table = context.stash(_TABLE_KEY, lambda: ProcessTable(Path(context.data_dir) / "processes"))
+    # per session: one conversation (an MCP client, an agent run) never sees or outlives another's processes
+    table = context.session.stash(_TABLE_KEY, lambda: ProcessTable(Path(context.data_dir) / "processes"))
     cap = _settings(context).get("max_log_bytes")
     if isinstance(cap, int) and cap > 0:
         table.log_cap_bytes = cap
@@ -460,7 +461,7 @@ def process(
         return _format_log(bg, offset, limit or 200)
     if action == "wait":
         seconds = 60 if timeout is None else timeout
-        done = bg.wait(float(seconds))
+        done = _wait(bg, float(seconds), context)
         note = "" if done else f"still running after {seconds}s\n"
         return note + json.dumps(bg.status()) + "\n" + _format_log(bg, None, limit or 50)
     if action == "kill":
@@ -469,10 +470,27 @@ def process(
     raise ToolError(f"unknown action {action!r}; use list, poll, log, wait or kill")
 
 
+def _wait(bg: BackgroundProcess, seconds: float, context: CallContext) -> bool:
+    """Wait for a background process; a cancelled call stops waiting (the process runs on)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while True:
+        left = deadline - time.monotonic()
+        if bg.wait(max(0.0, min(0.2, left))):
+            return True
+        context.check_cancelled()
+        if left <= 0:
+            return False
+
+
 def close_processes(system: Any = None) -> None:
-    """Kill the process trees of every background process started through ``system``."""
+    """Kill the process trees of every background process started through ``system`` (every session's)."""
     if system is not None:
-        system.unstash(_TABLE_KEY)  # its cleanup kills them
+        for session_id in list(system.sessions):
+            session = system.sessions.peek(session_id)
+            if session is not None and not session.closed:
+                session.unstash(_TABLE_KEY)  # its cleanup kills them
 
 
 def register(registry: ToolRegistry) -> None:
