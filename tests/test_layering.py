@@ -14,7 +14,7 @@ CORE = ROOT / "hermes_core"
 # The public modules of hermes_core a plugin may import from (design.md), each by the names of its __all__.
 # hermes_core.cli is public for plugin commands (current_system); hermes_core.sandbox is the execution layer;
 # safehttp the SSRF-guarded HTTP clients; agent and models the agent loop and model clients; content renders
-# outcomes with attachments for providers.
+# outcomes with attachments for providers; cancellation lets a caller stop a running call.
 PUBLIC = {
     "hermes_core",
     "hermes_core.registry",
@@ -28,6 +28,7 @@ PUBLIC = {
     "hermes_core.agent",
     "hermes_core.models",
     "hermes_core.content",
+    "hermes_core.cancellation",
 }
 
 
