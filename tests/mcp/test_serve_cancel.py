@@ -67,7 +67,9 @@ async def _client(served: dict[str, Any], transport: str, url: str | None) -> As
 
 
 @pytest.mark.parametrize("transport", ["stdio-legacy", "stdio-modern", "http-legacy", "http-modern"])
-def test_a_cancelled_call_kills_its_command_within_a_second(files_served: dict[str, Any], transport: str) -> None:
+def test_a_cancelled_call_kills_its_command_within_a_second(
+    files_served: dict[str, Any], transport: str
+) -> None:
     async def main(url: str | None) -> None:
         async with _client(files_served, transport, url) as client:
             took = await _cancel_a_running_sleep(client, files_served["workspace"])
@@ -87,7 +89,10 @@ def test_45_cancelled_sleeps_never_starve_read_file(files_served: dict[str, Any]
     with serving_http(files_served) as (url, _, _):
 
         async def main() -> None:
-            async with http_client(url, None, "auto", None) as busy, http_client(url, None, "auto", None) as other:
+            async with (
+                http_client(url, None, "auto", None) as busy,
+                http_client(url, None, "auto", None) as other,
+            ):
                 markers = [sleep_marker(10) for _ in range(45)]
                 async with anyio.create_task_group() as group:
                     for marker in markers:
