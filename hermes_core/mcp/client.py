@@ -27,6 +27,7 @@ import contextlib
 import importlib.util
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -39,7 +40,7 @@ from ..errors import ToolError
 from ..registry import Provenance, RegistrationError, provenance
 from . import _resources
 from ._host import ServerRequests
-from ._lifecycle import is_own_command
+from ._lifecycle import CHAIN_ENV, is_own_command
 from ._spec import FIRST_BACKOFF, ClientSettings, ServerSpec, parse_spec
 from .naming import ServerTools, plan_names, safe_tool_name
 from .results import render_result
@@ -370,9 +371,10 @@ class _Server:
                 from mcp.client.stdio import StdioServerParameters, stdio_client
 
                 errlog = stack.enter_context(self._open_log())
-                params = StdioServerParameters(
-                    command=spec.command, args=spec.args, env=spec.env, cwd=spec.cwd
-                )
+                env = dict(spec.env)
+                if os.environ.get(CHAIN_ENV):  # a hermes among them must know who serves already
+                    env.setdefault(CHAIN_ENV, os.environ[CHAIN_ENV])
+                params = StdioServerParameters(command=spec.command, args=spec.args, env=env, cwd=spec.cwd)
                 streams: Any = await stack.enter_async_context(stdio_client(params, errlog=errlog))
             elif spec.transport == "sse":
                 from mcp.client.sse import sse_client

@@ -151,12 +151,20 @@ class Asker:
 
 @asynccontextmanager
 async def stdio_client(
-    served: dict[str, Any], mode: str = "legacy", asker: Asker | None = None, on_message: Any = None
+    served: dict[str, Any],
+    mode: str = "legacy",
+    asker: Asker | None = None,
+    on_message: Any = None,
+    errlog: Any = None,
 ) -> AsyncIterator[Client]:
+    """The SDK's client on a ``hermes mcp serve`` it starts over stdio (its stderr to ``errlog``)."""
+    from mcp.client.stdio import stdio_client as transport
+
     params = StdioServerParameters(
         command=served["base"][0], args=served["base"][1:] + served["args"], env=served["env"]
     )
-    client = Client(params, mode=mode, elicitation_callback=asker, message_handler=on_message)  # type: ignore[arg-type]
+    streams = transport(params, errlog=errlog) if errlog is not None else transport(params)
+    client = Client(streams, mode=mode, elicitation_callback=asker, message_handler=on_message)  # type: ignore[arg-type]
     async with client:
         yield client
 
