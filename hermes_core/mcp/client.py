@@ -133,6 +133,20 @@ def own_context(system: ToolSystem, tool_name: str) -> CallContext:
     )
 
 
+class _JunkReported(logging.Filter):
+    """Drops the SDK's traceback for each line of a stdio server's stdout that is not MCP: ``_Server`` reports
+    such lines itself, once per connection."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != "Failed to parse JSONRPC message from server"
+
+
+def _quiet_junk() -> None:
+    sdk = logging.getLogger("mcp.client.stdio")
+    if not any(isinstance(f, _JunkReported) for f in sdk.filters):
+        sdk.addFilter(_JunkReported())
+
+
 def _fingerprint(tool: Tool) -> str:
     return json.dumps(tool.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=True)
 
@@ -810,6 +824,7 @@ class McpClients:
                 continue
             starting.append(server)
         if starting:
+            _quiet_junk()
             loop = self.bridge.loop
             for server in starting:
                 server.start(loop)

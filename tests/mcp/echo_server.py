@@ -3,6 +3,7 @@
 Tools: ``echo(text)``, ``add(a, b)``, ``fail(message)`` (a tool error), ``sleep(seconds)``, ``pid()``, ``header(name)`` (an HTTP
 request header), ``pic.ture()`` (text and an image), ``grow()`` (adds ``triple`` and tells the client the tool
 list changed), ``crash()`` (the process exits), ``working(seconds, every)`` (silent but for progress notifications),
+``publish(name)`` (adds the resource ``note://NAME`` and says the resource list changed),
 ``wipe(target)`` (annotated destructive); the others are annotated read-only or harmless, ``files()`` (a JSON text blob and a binary blob), ``read_file(path)``
 (a name the built-ins own), ``batch()`` (runs only as a task: ``taskSupport: required``).
 
@@ -20,6 +21,7 @@ if "--refuse-if" in sys.argv and os.path.exists(sys.argv[sys.argv.index("--refus
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.resources import TextResource
 from mcp.types import ToolAnnotations, ToolExecution
 
 
@@ -150,6 +152,20 @@ def files() -> list[object]:
 def read_file(path: str) -> str:
     """The server's own read_file (the built-ins have one too)."""
     return f"remote read of {path}"
+
+
+@server.tool(annotations=HARMLESS)
+async def publish(name: str, ctx: Context) -> str:
+    """Offer a new resource ``note://NAME`` and tell the client the resource list changed."""
+    server.add_resource(TextResource(uri=f"note://{name}", name=name, text=f"the note {name}"))
+    await ctx.session.send_resource_list_changed()
+    return f"published {name}"
+
+
+@server.resource("note://first")
+def first_note() -> str:
+    """The first note."""
+    return "the first note"
 
 
 @server.tool(annotations=READ_ONLY)
