@@ -196,6 +196,7 @@ class McpServer:
             name,
             version=__version__,
             instructions=INSTRUCTIONS,
+            get_tool_input_schema=self._input_schema,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             **handlers,
@@ -246,6 +247,11 @@ class McpServer:
                 )
             )
         return out, _fingerprint(definitions)
+
+    def _input_schema(self, name: str) -> dict[str, Any] | None:
+        """A tool's input schema (for the SDK's check of 2026-07-28 ``Mcp-Param-*`` headers), without a listing."""
+        entry = self.system.tool(name)
+        return dict(entry.parameters) if entry is not None else None
 
     async def _off_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn`` on the server's workers (checks and skills must not hold up the connection's loop)."""
