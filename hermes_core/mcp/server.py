@@ -219,9 +219,15 @@ class McpServer:
             connection = getattr(ctx.session, "_connection", None)
             if connection is not None and connection.state.get("hermes.session") != session_id:
                 connection.state["hermes.session"] = session_id
-                connection.exit_stack.callback(self.sessions.close, session_id)  # ends with the connection
+                connection.exit_stack.push_async_callback(self._close_session, session_id)  # ends with it
             return session_id, "http", False
         return f"mcp:http:once:{secrets.token_hex(8)}", "once", True
+
+    async def _close_session(self, session_id: str) -> None:
+        """End a session off the loop (killing its processes may take a moment)."""
+        import anyio
+
+        await anyio.to_thread.run_sync(self.sessions.close, session_id)
 
     # -- tools -------------------------------------------------------------------------------------------
 

@@ -56,7 +56,7 @@ def test_two_clients_side_by_side_share_nothing(todo_served: dict[str, Any], mod
 
         anyio.run(main)
         # A's session ends (legacy: the client deleted it; 2026-07-28: it idles out after 3 s): its process too
-        assert processes_gone(marker, 20), "the background process outlived its client's session"
+        assert processes_gone(marker, 30), "the background process outlived its client's session"
 
 
 def test_a_forged_foreign_or_replayed_request_state_is_refused(served: dict[str, Any]) -> None:
