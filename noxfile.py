@@ -67,4 +67,8 @@ def bench(session: nox.Session) -> None:
     ):
         session.run("python", f"benchmarks/{script}")
     session.run("python", "benchmarks/bench_agent.py")
+    session.install(
+        "bpe-openai"
+    )  # counts the tool-search figures' tokens with o200k as well as estimating them
+    session.run("python", "benchmarks/bench_tool_search.py")
     session.run("python", "benchmarks/bench_mcp.py")  # the 10-minute soak is separate: benchmarks/soak_mcp.py

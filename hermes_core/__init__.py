@@ -2,7 +2,8 @@
 
 The public names live here; everything else in ``hermes_core`` is an implementation detail unless
 its module documents otherwise (``hermes_core.schema``, ``hermes_core.security``, ``hermes_core.testing``,
-``hermes_core.agent``, ``hermes_core.models`` and ``hermes_core.cancellation``).
+``hermes_core.agent``, ``hermes_core.models``, ``hermes_core.selection``: the tool-search names for ranker
+plugins, and ``hermes_core.cancellation``).
 """
 
 from __future__ import annotations

@@ -171,3 +171,31 @@ def test_on_agent_message() -> None:
 @pytest.mark.parametrize("hook", sorted(HOOKS))
 def test_examples_compile(hook: str) -> None:
     assert example(hook) is not None
+
+
+def test_register_tool_rankers() -> None:
+    from hermes_core import hookimpl
+
+    class Searchable:
+        @hookimpl
+        def register_tools(self, registry):  # type: ignore[no-untyped-def]
+            for n in ("git_status", "git_stash", "kubectl_get", "tool_search"):
+                registry.register(
+                    name=n,
+                    toolset="dev",
+                    handler=lambda **kw: "ok",
+                    schema={"name": n, "description": f"The {n} tool.", "parameters": {"type": "object"}},
+                )
+
+    module = example("register_tool_rankers")
+    for ranker in ("fuzzy-names", ["bm25", "fuzzy-names"]):
+        system = ToolSystem.load(
+            plugins_dir=False,
+            load_entry_points=False,
+            plugins=[Searchable(), module],
+            config={"tools": {"search_ranker": ranker, "search": "on", "search_core": []}},
+        )
+        found = system.search_tools("git stauts", limit=2)
+        assert found.matches[0].name == "git_status", ranker
+        assert "git_status" in {d["function"]["name"] for d in system.definitions()}  # loaded by the search
+        system.close()

@@ -14,7 +14,8 @@ CORE = ROOT / "hermes_core"
 # The public modules of hermes_core a plugin may import from (design.md), each by the names of its __all__.
 # hermes_core.cli is public for plugin commands (current_system); hermes_core.sandbox is the execution layer;
 # safehttp the SSRF-guarded HTTP clients; agent and models the agent loop and model clients; content renders
-# outcomes with attachments for providers; cancellation lets a caller stop a running call.
+# outcomes with attachments for providers; selection the tool-search names (SEARCH_TOOL, ToolDoc, Ranker) that
+# ranker plugins and the built-in tool_search use; cancellation lets a caller stop a running call.
 PUBLIC = {
     "hermes_core",
     "hermes_core.registry",
@@ -28,6 +29,7 @@ PUBLIC = {
     "hermes_core.agent",
     "hermes_core.models",
     "hermes_core.content",
+    "hermes_core.selection",
     "hermes_core.cancellation",
 }
 

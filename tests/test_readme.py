@@ -26,6 +26,7 @@ def test_every_python_block_is_covered_here() -> None:
         "def check_json(",
         "# hermes_shout/__init__.py",
         "def test_shout(",
+        "system.search_tools(",
     )
     assert sorted(BLOCKS) == sorted(block(m) for m in markers)
 
@@ -88,3 +89,13 @@ def test_the_sandboxed_tool_example_runs(tmp_path: Path) -> None:
         bad = system.call("check_json", {"path": "bad.json"})
     assert '"a": 1' in good and good.endswith("[exit code 0]")
     assert "Expecting value" in bad and bad.endswith("[exit code 1]")
+
+
+def test_the_tool_search_example_runs(tmp_path: Path) -> None:
+    namespace: dict[str, Any] = {"__name__": "readme_search"}
+    exec(compile(block("system.search_tools("), "README.md", "exec"), namespace)
+    names = [m.name for m in namespace["found"].matches]
+    assert names[0] == "cronjob"
+    sent_before = {t["function"]["name"] for t in namespace["before"]}
+    sent_after = {t["function"]["name"] for t in namespace["after"]}
+    assert "tool_search" in sent_before and "cronjob" not in sent_before and "cronjob" in sent_after

@@ -14,6 +14,7 @@ from ._config_cmd import config_group
 from ._mcp import mcp_group
 from ._plugins import plugins_group
 from ._sandbox import sandbox_group
+from ._search import search_command
 from ._state import ConfigFailure, State, current_system, get_state
 from ._tools import tools_group
 from ._toolsets import schema_group, toolsets_command
@@ -36,6 +37,7 @@ cli.add_command(run_command)
 cli.add_command(approvals_group)
 cli.add_command(mcp_group)
 cli.add_command(sandbox_group)
+tools_group.add_command(search_command)
 
 
 def main() -> None:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -270,46 +267,34 @@ def test_more_than_max_tool_calls_is_refused(ws: Path) -> None:
 
 
 def test_socket_token_is_enforced(system: ToolSystem, ws: Path) -> None:
+    # the bridge has no name anywhere (an inherited socket pair): only the script reaches it, and even then a
+    # request without the run's token, or a descriptor that is not a socket, is refused
     code = (
-        "import hermes_tools, os, time\n"
-        "open('sock.txt', 'w').write(hermes_tools._PATH)\n"
-        "deadline = time.time() + 20\n"
-        "while not os.path.exists('go.txt') and time.time() < deadline:\n"
-        "    time.sleep(0.02)\n"
+        "import hermes_tools, json, os, socket\n"
+        "channel = socket.socket(fileno=hermes_tools._FD)\n"
+        "replies = []\n"
+        "for request in (\n"
+        "    {'token': '0' * 32, 'tool': 'write_file', 'arguments': {'path': 'evil.txt', 'content': 'x'}},\n"
+        "    {'tool': 'write_file', 'arguments': {'path': 'evil.txt', 'content': 'x'}},\n"
+        "):\n"
+        "    mine, theirs = socket.socketpair()\n"
+        "    socket.send_fds(channel, [b'call'], [theirs.fileno()])\n"
+        "    theirs.close()\n"
+        "    mine.sendall(json.dumps(request).encode() + b'\\n')\n"
+        "    mine.shutdown(socket.SHUT_WR)\n"
+        "    replies.append(json.loads(mine.makefile('rb').read()))\n"
+        "    mine.close()\n"
+        "fd = os.open('plain.txt', os.O_CREAT | os.O_RDWR)\n"
+        "socket.send_fds(channel, [b'call'], [fd])\n"
+        "print(json.dumps([r['status'] for r in replies]), all('invalid token' in r['result'] for r in replies))\n"
         "print(hermes_tools.todo(action='list'))\n"
     )
-    box: dict[str, str] = {}
-    worker = threading.Thread(target=lambda: box.update(result=system.call("execute_code", {"code": code})))
-    worker.start()
-    try:
-        deadline = time.monotonic() + 15
-        while not (ws / "sock.txt").exists() or not (ws / "sock.txt").read_text():
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        path = (ws / "sock.txt").read_text()
-        assert os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700
-        replies = []
-        for request in (
-            {"token": "0" * 32, "tool": "write_file", "arguments": {"path": "evil.txt", "content": "x"}},
-            {"tool": "write_file", "arguments": {"path": "evil.txt", "content": "x"}},
-        ):
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-                sock.settimeout(5)
-                sock.connect(path)
-                sock.sendall(json.dumps(request).encode() + b"\n")
-                sock.shutdown(socket.SHUT_WR)
-                replies.append(json.loads(sock.makefile("rb").read()))
-    finally:
-        (ws / "go.txt").write_text("go")
-        worker.join(30)
-    assert [r["status"] for r in replies] == ["denied", "denied"]
-    assert all("invalid token" in r["result"] for r in replies)
+    data = json.loads(system.call("execute_code", {"code": code}))
+    assert data["exit_code"] == 0, data
+    assert data["stdout"].startswith('["denied", "denied"] True'), data
     assert not (ws / "evil.txt").exists()
-    data = json.loads(box["result"])
-    assert data["exit_code"] == 0
     assert [c["tool"] for c in data["tool_calls"]] == ["todo"]  # only the script's own, authenticated call
-    assert data["notes"] == ["2 malformed or unauthenticated bridge requests were refused"]
-    assert not os.path.exists(path)  # the private directory is removed afterwards
+    assert data["notes"] == ["3 malformed or unauthenticated bridge requests were refused"]
 
 
 # -- approvals ----------------------------------------------------------------------------------------

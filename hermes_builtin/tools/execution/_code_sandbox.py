@@ -2,7 +2,7 @@
 
 The child is ``python -I -B -X utf8 <dir>/_hermes_boot.py``, run through the tool system's sandbox
 (``hermes_core.sandbox``): the workspace is its working directory and all it can write, the private
-directory (bootstrap, script, generated ``hermes_tools`` module and the bridge's socket) is visible
+directory (bootstrap, script and generated ``hermes_tools`` module) is visible
 read-only, and the sandbox applies the limits (memory, processes, CPU time, file size), the timeout and
 the output caps to the whole process tree. Isolated mode ignores ``PYTHON*`` variables and the user site,
 and leaves the script's directory off ``sys.path``, so the bootstrap puts the private directory first and
@@ -13,6 +13,7 @@ its own frame.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,7 @@ def run_script(
     limits: ScriptLimits,
     stdout_cap: int,
     stderr_cap: int,
+    pass_fds: Sequence[int] = (),
 ) -> ScriptRun:
     """Run ``directory/script.py`` through the bootstrap in ``sandbox``; never leaves processes behind."""
     from hermes_core.sandbox import Limits
@@ -128,6 +130,7 @@ def run_script(
         stderr_bytes=stderr_cap,
         read_only=[directory],
         grace=1.0,
+        pass_fds=pass_fds,
     )
     return ScriptRun(
         exit_code=result.exit_code,

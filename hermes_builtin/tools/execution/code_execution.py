@@ -4,7 +4,7 @@ The script runs in a child Python (``-I`` isolated mode, see ``_code_sandbox``) 
 sandbox (``hermes_core.sandbox``): the workspace is all it can write, the host's secrets and processes are
 out of reach, its environment is scrubbed, and memory, CPU time, file size, processes, a wall-clock
 timeout and stdout/stderr caps apply to its whole process tree. It reaches the
-tools through a generated ``hermes_tools`` module over a private Unix socket (``_code_bridge``); every
+tools through a generated ``hermes_tools`` module over an inherited socket pair (``_code_bridge``); every
 such call goes through the caller's pipeline (validation, hooks, guards, approvals), limited to the tools
 enabled for the model in this conversation, minus ``execute_code`` and ``clarify``.
 
@@ -23,7 +23,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_core import ApprovalDenied, CallContext, ToolError, ToolRegistry
+from hermes_core import ApprovalDenied, CallContext, ToolError, ToolRegistry, Unavailable
+
+from ._ready import commands_can_start
 
 if TYPE_CHECKING:
     from hermes_core import Host
@@ -92,11 +94,13 @@ def _schema_overrides(available: frozenset[str]) -> dict[str, Any]:
     return {"description": SCHEMA["description"] + listing}
 
 
-def _check() -> bool:
+def _check(system: Any) -> tuple[bool, str] | Unavailable:
     import socket
     import sys
 
-    return os.name == "posix" and hasattr(socket, "AF_UNIX") and bool(sys.executable)
+    if not (os.name == "posix" and hasattr(socket, "AF_UNIX") and sys.executable):
+        return False, "execute_code needs a POSIX system with Unix sockets and a Python interpreter"
+    return commands_can_start(system)
 
 
 def _settings(context: CallContext) -> dict[str, int]:
@@ -195,7 +199,7 @@ def _write_files(directory: Path, code: str, bridge: ToolBridge, host: Host) -> 
         entry = host.tool(name)
         descriptions[name] = entry.description if entry is not None else ""
     module = directory / f"{MODULE_NAME}.py"
-    module.write_text(module_source(bridge.path, bridge.token, descriptions), encoding="utf-8")
+    module.write_text(module_source(bridge.child_fd, bridge.token, descriptions), encoding="utf-8")
     (directory / SCRIPT_NAME).write_text(code, encoding="utf-8", errors="surrogatepass")
     for path in directory.iterdir():
         path.chmod(0o600)
@@ -261,6 +265,7 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
                 limits=limits,
                 stdout_cap=settings["max_stdout_chars"],
                 stderr_cap=settings["max_stderr_chars"],
+                pass_fds=[bridge.child_fd],
             )
         except OSError as exc:
             raise ToolError(f"could not start Python: {exc.strerror or exc}") from None

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_core import CallContext, ToolError, ToolRegistry
 
+from ._ready import shell_can_start
+
 if TYPE_CHECKING:
     from ._procs import BackgroundProcess, ProcessTable
 
@@ -94,12 +96,6 @@ PROCESS_SCHEMA: dict[str, Any] = {
         "required": ["action"],
     },
 }
-
-
-def _check() -> bool:
-    import shutil
-
-    return shutil.which("bash") is not None
 
 
 def _settings(context: CallContext) -> dict[str, Any]:
@@ -371,8 +367,13 @@ def terminal(
         )
     elif result.limit == "processes":
         lines.append(
-            f"[killed: the command started more than {limits.max_processes} processes at once "
+            f"[killed: the command started more than {box.limits(limits).max_processes} processes at once "
             f"({result.kill_note})]"
+        )
+    elif result.limit == "disk":
+        lines.append(
+            f"[killed: the command filled the disk below the sandbox's floor of "
+            f"{box.limits(limits).min_free_mb} MB free ({result.kill_note})]"
         )
     else:
         lines.append(f"[exit code {result.exit_code}; {result.duration:.2f}s]")
@@ -384,6 +385,11 @@ def terminal(
         )
     if result.omitted:
         lines.append(f"[output capped: {result.omitted} bytes omitted from the middle]")
+    if result.quarantined:
+        lines.append(
+            "[files the host would run later were planted and have been undone (the sandbox keeps them "
+            "read-only; ask the user to make such changes): " + "; ".join(result.quarantined) + "]"
+        )
     return "\n".join(lines)
 
 
@@ -500,7 +506,7 @@ def register(registry: ToolRegistry) -> None:
         toolset="terminal",
         schema=TERMINAL_SCHEMA,
         handler=terminal,
-        check_fn=_check,
+        check_fn=shell_can_start,
         emoji="💻",
         max_result_size_chars=60_000,
         timeout=MAX_TIMEOUT + 30,  # the command's own timeout (up to MAX_TIMEOUT) ends it first, cleanly
@@ -510,7 +516,7 @@ def register(registry: ToolRegistry) -> None:
         toolset="terminal",
         schema=PROCESS_SCHEMA,
         handler=process,
-        check_fn=_check,
+        check_fn=shell_can_start,
         emoji="⚙️",
         max_result_size_chars=60_000,
         timeout=MAX_TIMEOUT + 30,  # "wait" may block up to MAX_TIMEOUT

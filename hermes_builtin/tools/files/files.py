@@ -23,13 +23,14 @@ MAX_LIMIT = 2000
 MAX_LINE_CHARS = 2000
 MAX_PAGE_CHARS = 100_000
 HUGE_FILE_BYTES = 256 * 1024 * 1024
+FORCE = "Overwrite even if the file changed since you read it (default false)."
 
 READ_SCHEMA: dict[str, Any] = {
     "name": "read_file",
     "description": (
         "Read a text file as numbered lines (`     12|text`), one page at a time. Use offset/limit to page "
-        "through long files; the footer gives the total line count and the next offset. Binary files are "
-        "described, not dumped. Paths are relative to the workspace."
+        "through long files; the footer gives the total line count and the next offset. Notebooks, .docx, .xlsx "
+        "and PDF come as text; other binary files are described. Paths are relative to the workspace."
     ),
     "parameters": {
         "type": "object",
@@ -55,13 +56,14 @@ WRITE_SCHEMA: dict[str, Any] = {
     "name": "write_file",
     "description": (
         "Create or overwrite a file with the given content (UTF-8), creating parent directories. The write "
-        "is atomic. To change part of an existing file, use patch instead."
+        "is atomic; Python, JSON, TOML and YAML are checked. To change part of an existing file, use patch."
     ),
     "parameters": {
         "type": "object",
         "properties": {
             "path": {"type": "string", "description": "File to write (relative to the workspace)."},
             "content": {"type": "string", "description": "The complete new content of the file."},
+            "force": {"type": "boolean", "description": FORCE},
         },
         "required": ["path", "content"],
     },
@@ -91,6 +93,7 @@ PATCH_SCHEMA: dict[str, Any] = {
                 "description": "replace: change every occurrence (default false).",
             },
             "patch": {"type": "string", "description": "patch: the patch text in the format above."},
+            "force": {"type": "boolean", "description": FORCE},
         },
     },
 }
@@ -240,7 +243,14 @@ def read_file(path: str, offset: int = 1, limit: int = DEFAULT_LIMIT, *, context
     shown = _shown(context, target)
     offset = max(1, int(offset))
     limit = max(1, min(int(limit), MAX_LIMIT))
+    from . import _stale
+    from ._documents import document_kind, read_document
+
     with _open_checked(target, shown) as raw:  # the checked file itself, whatever happens to the path now
+        _stale.remember_fd(context, target, raw.fileno())
+        kind = document_kind(target)
+        if kind is not None:
+            return read_document(context, kind, raw, target, shown, offset, limit)
         return _read_page(raw, target, shown, offset, limit)
 
 
@@ -290,9 +300,12 @@ def _read_page(raw: BinaryIO, target: Path, shown: str, offset: int, limit: int)
     return "\n".join(page + notes)
 
 
-def write_file(path: str, content: str, *, context: CallContext) -> str:
+def write_file(path: str, content: str, force: bool = False, *, context: CallContext) -> str:
     """Write ``content`` to ``path`` atomically (see ``WRITE_SCHEMA``)."""
     from hermes_core.fileio import atomic_write_nofollow
+
+    from . import _stale
+    from ._checks import format_gate
 
     target = _guarded(context, path, "write")
     shown = _shown(context, target)
@@ -300,13 +313,16 @@ def write_file(path: str, content: str, *, context: CallContext) -> str:
         data = content.encode("utf-8")
     except UnicodeEncodeError:
         raise ToolError("content contains invalid Unicode (lone surrogates); nothing was written") from None
+    _stale.check_fresh(context, target, shown, force, "written")
+    warning = format_gate(_config(context), target, shown, content)
     try:
         existed = atomic_write_nofollow(target, data)  # into the checked directory, or nowhere
     except OSError as exc:
         raise _write_failure(exc, shown) from None
+    _stale.remember(context, target, data)
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     verb = "replaced" if existed else "created"
-    return f"{verb} {shown}: {len(data)} bytes, {lines} lines"
+    return f"{verb} {shown}: {len(data)} bytes, {lines} lines{warning}"
 
 
 def _load_text(target: Path, shown: str) -> tuple[str, str]:
@@ -336,9 +352,13 @@ def _encode(text: str, encoding: str) -> bytes:
         ) from None
 
 
-def _replace(context: CallContext, path: str | None, old: str | None, new: str | None, every: bool) -> str:
+def _replace(
+    context: CallContext, path: str | None, old: str | None, new: str | None, every: bool, force: bool
+) -> str:
     from hermes_core.fileio import atomic_write_nofollow
 
+    from . import _stale
+    from ._checks import format_gate
     from ._patching import PatchError, replace_text, unified_diff
 
     if not path:
@@ -347,24 +367,30 @@ def _replace(context: CallContext, path: str | None, old: str | None, new: str |
         raise ToolError("mode 'replace' needs old_string and new_string")
     target = _guarded(context, path, "write")
     shown = _shown(context, target)
+    _stale.check_fresh(context, target, shown, force, "changed")
     text, encoding = _load_text(target, shown)
     try:
         result = replace_text(text, old, new, every)
     except PatchError as exc:
         raise ToolError(f"{shown}: {exc}") from None
+    warning = format_gate(_config(context), target, shown, result.text, text)
+    data = _encode(result.text, encoding)
     try:
-        atomic_write_nofollow(target, _encode(result.text, encoding))
+        atomic_write_nofollow(target, data)
     except OSError as exc:
         raise _write_failure(exc, shown) from None
+    _stale.remember(context, target, data)
     how = "" if result.strategy == "exact" else f", {result.strategy} match"
     plural = "s" if result.count != 1 else ""
     head = f"patched {shown}: {result.count} replacement{plural} at line {result.first_line}{how}"
-    return head + "\n" + unified_diff(shown, text, result.text)
+    return head + warning + "\n" + unified_diff(shown, text, result.text)
 
 
-def _apply_patch(context: CallContext, patch_text: str | None) -> str:
+def _apply_patch(context: CallContext, patch_text: str | None, force: bool = False) -> str:
     from hermes_core.fileio import atomic_write_nofollow, unlink_nofollow
 
+    from . import _stale
+    from ._checks import format_gate
     from ._fsio import read_bytes
     from ._patching import PatchError, apply_hunks, parse_patch, unified_diff
 
@@ -378,16 +404,21 @@ def _apply_patch(context: CallContext, patch_text: str | None) -> str:
         tuple[str, Path, str, bytes | None, str, str]
     ] = []  # kind, path, shown, old bytes, before, after
     seen: set[Path] = set()
+    warnings: list[str] = []
+    config = _config(context)
     for op in ops:
         target = _guarded(context, op.path, "write")
         shown = _shown(context, target)
         if target in seen:
             raise ToolError(f"{shown} appears more than once in the patch; merge its sections")
         seen.add(target)
+        if op.kind != "add":
+            _stale.check_fresh(context, target, shown, force, "changed")
         if op.kind == "add":
             if os.path.lexists(target):
                 raise ToolError(f"cannot add {shown}: it already exists (use '*** Update File')")
             after = "\n".join(op.content) + ("\n" if op.content else "")
+            warnings.append(format_gate(config, target, shown, after))
             plan.append(("add", target, shown, None, "", after))
             continue
         text, encoding = _load_text(target, shown)
@@ -402,20 +433,23 @@ def _apply_patch(context: CallContext, patch_text: str | None) -> str:
             after = apply_hunks(text, op.hunks, shown)
         except PatchError as exc:
             raise ToolError(f"{exc}. Nothing was changed.") from None
+        warnings.append(format_gate(config, target, shown, after, text))
         plan.append(("update:" + encoding, target, shown, old_bytes, text, after))
     done: list[tuple[str, Path, bytes | None]] = []
     try:
         for kind, target, _shown_path, prior, _before, after in plan:
             if kind == "delete":
                 unlink_nofollow(target)
+                _stale.forget(context, target)
             else:
-                encoding = kind.partition(":")[2] or "utf-8"
-                atomic_write_nofollow(target, _encode(after, encoding))
+                data = _encode(after, kind.partition(":")[2] or "utf-8")
+                atomic_write_nofollow(target, data)
+                _stale.remember(context, target, data)
             done.append((kind, target, prior))
     except OSError as exc:
         _roll_back(done)
         raise ToolError(f"could not write {target}: {exc.strerror or exc}; every file was restored") from None
-    parts = [f"applied patch: {len(plan)} file{'s' if len(plan) != 1 else ''}"]
+    parts = [f"applied patch: {len(plan)} file{'s' if len(plan) != 1 else ''}" + "".join(warnings)]
     for kind, _target, shown, _old, before, after in plan:
         parts.append(unified_diff(shown, before, after, created=kind == "add", deleted=kind == "delete"))
     return "\n".join(parts)
@@ -441,17 +475,18 @@ def patch(
     new_string: str | None = None,
     replace_all: bool = False,
     patch: str | None = None,
+    force: bool = False,
     *,
     context: CallContext,
 ) -> str:
     """Edit files by find-and-replace or with a multi-file patch (see ``PATCH_SCHEMA``)."""
     if mode == "patch":
-        return _apply_patch(context, patch)
+        return _apply_patch(context, patch, force)
     if mode != "replace":
         raise ToolError(f"unknown mode {mode!r}; use 'replace' or 'patch'")
     if patch and not path and old_string is None:
-        return _apply_patch(context, patch)
-    return _replace(context, path, old_string, new_string, replace_all)
+        return _apply_patch(context, patch, force)
+    return _replace(context, path, old_string, new_string, replace_all, force)
 
 
 def search_files(
