@@ -10,8 +10,10 @@ client that made the call (``approval``); a client that cannot be asked gets a d
 cancels is cancelled in the pipeline: its sandboxed commands are killed and it is not answered, as the
 specification says.
 
-``tools/list`` is ``system.definitions(enabled=toolsets, format="mcp")`` with each tool's annotations: the
-registry's ``annotations`` where the tool declares them, else derived: a parallel-safe tool is read-only
+``tools/list`` is ``system.definitions(enabled=toolsets, format="mcp", session_id=<the client's>)`` with each
+tool's annotations (past the definitions budget: the core tools, ``tool_search`` and what this client's searches
+loaded; a search that loads tools sends ``notifications/tools/list_changed``): the registry's ``annotations``
+where the tool declares them, else derived: a parallel-safe tool is read-only
 (``readOnlyHint``), any other tool may be destructive (``destructiveHint``), as the MCP defaults assume. When that
 list changes (a plugin or an MCP server of the served system adds tools, a check flips), clients that listed the
 tools get ``notifications/tools/list_changed`` (handshake-era connections; 2026-07-28 clients re-list).
@@ -231,15 +233,13 @@ class McpServer:
 
     # -- tools -------------------------------------------------------------------------------------------
 
-    def tools(self) -> list[Tool]:
-        """The tools this server offers now (the selection, minus tools hidden by their checks)."""
-        return self._tools()[0]
-
-    def _tools(self) -> tuple[list[Tool], str]:
+    def tools(self, session_id: str | None = None) -> list[Tool]:
+        """The tools this server offers now to ``session_id`` (the selection, minus tools hidden by their checks;
+        past the definitions budget, the core tools, ``tool_search`` and what that session's searches loaded)."""
         from mcp.types import Tool, ToolAnnotations
 
         registry = self.system.registry
-        definitions = self.system.definitions(enabled=self.enabled, format="mcp")
+        definitions = self.system.definitions(enabled=self.enabled, format="mcp", session_id=session_id)
         out = []
         for definition in definitions:
             entry = registry.get(definition["name"])
@@ -252,7 +252,7 @@ class McpServer:
                     annotations=ToolAnnotations.model_validate(annotations) if annotations else None,
                 )
             )
-        return out, _fingerprint(definitions)
+        return out
 
     def _input_schema(self, name: str) -> dict[str, Any] | None:
         """A tool's input schema (for the SDK's check of 2026-07-28 ``Mcp-Param-*`` headers), without a listing."""
@@ -268,9 +268,10 @@ class McpServer:
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
         session_id, kind, _ = self._session_of(ctx)
-        tools, fingerprint = await self._off_loop(self._tools)
+        tools = await self._off_loop(self.tools, session_id)
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and kind in ("stdio", "http"):
-            self._listed = fingerprint
+            if self._listed is None:  # what the watch compares with from now on
+                self._listed = await self._off_loop(self._current_fingerprint)
             self.sessions.listen(session_id, kind, ctx.session)  # told of changes until the session ends
         return ListToolsResult(tools=tools)
 
@@ -322,6 +323,8 @@ class McpServer:
             stateful=kind != "once",
         )
         call_id = f"mcp-{next(self._numbers)}"
+        loaded = self.system.loaded_tools(session_id)
+        before = loaded.version
         try:
             with self.sessions.active(session_id, kind):
                 work = functools.partial(self._run, call, params.name, arguments, call_id)
@@ -335,10 +338,23 @@ class McpServer:
                     return InputRequiredResult(input_requests=call.pending, request_state=handle)
                 if "session" in call.answers.values():
                     self.system.session(session_id)  # the grant lives as long as the session: keep it open
+                if loaded.version != before:  # a search (or a deferred tool's first call) loaded tools
+                    await self._tell_list_changed(ctx, session_id)
                 return outcome_to_result(outcome, call.notes if outcome.status == "denied" else None)
         finally:
             if kind == "once":
                 self.sessions.close(session_id)
+
+    async def _tell_list_changed(self, ctx: ServerRequestContext[Any, Any], session_id: str) -> None:
+        """``notifications/tools/list_changed`` to this connection (handshake-era ones; newer clients re-list)."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        try:
+            await ctx.session.send_tool_list_changed()
+        except Exception as err:  # the connection is gone
+            log.debug("tools/list_changed to %s failed: %s", session_id, err)
 
     def _run(
         self, call: ClientCall, name: str, arguments: Any, call_id: str, cancel: Cancellation

@@ -89,7 +89,6 @@ def test_sigterm_over_stdio_leaves_no_child(with_child: dict[str, Any], tmp_path
     async def main() -> None:
         with open(tmp_path / "stderr.log", "w") as errlog:
             async with stdio_client(with_child, "legacy", errlog=errlog) as client:
-                assert await _wait(lambda: True, 0)
                 tools = {t.name for t in (await client.list_tools()).tools}
                 deadline = time.monotonic() + 30
                 while (
@@ -103,6 +102,7 @@ def test_sigterm_over_stdio_leaves_no_child(with_child: dict[str, Any], tmp_path
                     "terminal", {"command": f"sleep {marker}", "background": True}
                 )
                 assert "process_id=" in text_of(started)
+                assert await _wait(lambda: bool(processes_with_arg(marker)), 30)
                 serve = _serve_pid(with_child)
                 tree = _tree(serve)
                 assert len(tree) >= 3, tree  # hermes, the echo server, the sandboxed sleep
@@ -132,8 +132,10 @@ def test_sigterm_over_http_leaves_no_child(with_child: dict[str, Any]) -> None:
                 assert "process_id=" in text_of(started)
 
         anyio.run(main)
-        assert processes_with_arg(marker)
         deadline = time.monotonic() + 30
+        while not processes_with_arg(marker):  # the sandbox may take a moment to start the command
+            assert time.monotonic() < deadline, "the background command never started"
+            time.sleep(0.05)
         while not any(
             b"echo_server" in Path(f"/proc/{p}/cmdline").read_bytes() for p, _ in _children(proc.pid)
         ):

@@ -52,7 +52,10 @@ def test_two_clients_side_by_side_share_nothing(todo_served: dict[str, Any], mod
                 process_id = text_of(started).split("process_id=")[1].split()[0]
                 foreign = await b.call_tool("process", {"action": "kill", "process_id": process_id})
                 assert foreign.is_error and "no background process" in text_of(foreign)
-                assert processes_with_arg(marker)  # B could not touch it
+                deadline = time.monotonic() + 30
+                while not processes_with_arg(marker):  # B could not touch it (the sandbox may start it late)
+                    assert time.monotonic() < deadline, "the background command is not running"
+                    await anyio.sleep(0.05)
 
         anyio.run(main)
         # A's session ends (legacy: the client deleted it; 2026-07-28: it idles out after 3 s): its process too
