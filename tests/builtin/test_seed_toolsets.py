@@ -59,10 +59,13 @@ def test_hermes_cli_is_the_full_interactive_set(make_builtin_system: Callable[..
 
 def test_enable_hermes_cli_disable_homeassistant(make_builtin_system: Callable[..., ToolSystem]) -> None:
     system = _configured(make_builtin_system)
-    full = {d["function"]["name"] for d in system.definitions(enabled=["hermes-cli"], disabled=[])}
+    full = {
+        d["function"]["name"] for d in system.definitions(enabled=["hermes-cli"], disabled=[], search="off")
+    }
     assert full >= HOMEASSISTANT
     without = {
-        d["function"]["name"] for d in system.definitions(enabled=["hermes-cli"], disabled=["homeassistant"])
+        d["function"]["name"]
+        for d in system.definitions(enabled=["hermes-cli"], disabled=["homeassistant"], search="off")
     }
     assert without == full - HOMEASSISTANT
     outcome = system.call_outcome(

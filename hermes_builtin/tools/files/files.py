@@ -23,7 +23,7 @@ MAX_LIMIT = 2000
 MAX_LINE_CHARS = 2000
 MAX_PAGE_CHARS = 100_000
 HUGE_FILE_BYTES = 256 * 1024 * 1024
-FORCE = "Overwrite even if the file changed since you read it (default false)."
+FORCE = "Overwrite even if the file changed on disk since this session last saw it (default false)."
 
 READ_SCHEMA: dict[str, Any] = {
     "name": "read_file",
@@ -56,7 +56,7 @@ WRITE_SCHEMA: dict[str, Any] = {
     "name": "write_file",
     "description": (
         "Create or overwrite a file with the given content (UTF-8), creating parent directories. The write "
-        "is atomic; Python, JSON, TOML and YAML are checked. To change part of an existing file, use patch."
+        "is atomic and syntax errors are reported. To change part of an existing file, use patch."
     ),
     "parameters": {
         "type": "object",
