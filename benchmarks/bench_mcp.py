@@ -9,7 +9,7 @@ processes driven by the SDK's client, in both protocol eras (2025-11-25 handshak
   /proc. Target: hermes at least 0.7x the SDK server's calls per second.
 
 Run from a non-editable install (``pip install '.[mcp]'`` into a fresh venv):
-``python benchmarks/bench_mcp.py [rounds]``. Client and servers share the machine, as in the issue.
+``python benchmarks/bench_mcp.py [rounds] [latency|throughput]``. Client and servers share the machine, as in the issue.
 """
 
 from __future__ import annotations
@@ -287,7 +287,7 @@ def _report(
     )
 
 
-def main(rounds: int = 6) -> None:
+def main(rounds: int = 6, only: str | None = None) -> None:
     setup = Setup()
     served = _hermes_text(setup)
     setup.same_text(served)
@@ -295,8 +295,10 @@ def main(rounds: int = 6) -> None:
           " byte page; the SDK server returns the same text")  # fmt: skip
     servers = HttpServers(setup)
     try:
-        anyio.run(latency, setup, servers, rounds * 2)
-        anyio.run(throughput, servers, rounds)
+        if only in (None, "latency"):
+            anyio.run(latency, setup, servers, rounds * 2)
+        if only in (None, "throughput"):
+            anyio.run(throughput, servers, rounds)
     finally:
         servers.close()
 
@@ -312,4 +314,6 @@ def _hermes_text(setup: Setup) -> str:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 6)
+    numbers = [a for a in sys.argv[1:] if a.isdigit()]
+    parts = [a for a in sys.argv[1:] if a in ("latency", "throughput")]
+    main(int(numbers[0]) if numbers else 6, parts[0] if parts else None)

@@ -299,3 +299,26 @@ def test_junk_lines_from_a_server_are_reported_once(tmp_path: Path, caplog: pyte
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING and "not MCP" in r.getMessage()]
     assert len(warnings) == 1 and "logs belong on stderr" in warnings[0].getMessage()
     assert not [r for r in caplog.records if r.exc_info]  # no tracebacks
+
+
+# -- cancelling a call to a server -----------------------------------------------------------------------
+
+
+def test_a_cancelled_call_is_cancelled_on_the_server_too() -> None:
+    import threading
+    import time
+
+    from hermes_core.cancellation import Cancellation
+
+    system = load({"echo": {"command": sys.executable, "args": [SERVER]}})
+    try:
+        _ready(system, "echo")
+        cancel = Cancellation()
+        threading.Timer(0.5, cancel.cancel, args=("the user pressed stop",)).start()
+        started = time.monotonic()
+        outcome = system.call_outcome("sleep", {"seconds": 30}, cancel=cancel)
+        assert time.monotonic() - started < 5
+        assert outcome.error_kind == "cancelled" and "the user pressed stop" in outcome.result
+        assert system.call("echo", {"text": "still connected"}) == "still connected"
+    finally:
+        system.close()
