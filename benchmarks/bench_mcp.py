@@ -273,8 +273,8 @@ def _report(
 ) -> None:
     hermes, sdk = samples["hermes"], samples["sdk"]
     pick: Callable[[list[float]], float] = max if higher_is_better else min
-    best = pick(hermes) / pick(sdk)
-    middle = statistics.median(hermes) / statistics.median(sdk)
+    best = pick(hermes) / max(pick(sdk), 1e-9)
+    middle = statistics.median(hermes) / max(statistics.median(sdk), 1e-9)
     print(line(f"  {label}: sdk", sdk, unit, scale))
     print(
         line(
