@@ -14,8 +14,10 @@ from ._output import emit_json, emit_table
 from ._state import get_state
 
 if TYPE_CHECKING:
+    from ..mcp._spec import ServeSettings
     from ..system import ToolSystem
     from ._doctor import Problem
+    from ._state import State
 
 __all__ = ["mcp_group", "mcp_problems", "wait_for_mcp"]
 
@@ -181,10 +183,8 @@ def serve_command(
     problem = _sdk_problem()
     if problem:
         raise click.ClickException(problem)
-    from ..mcp._lifecycle import mark_serving, serving_itself
+    from ..mcp._lifecycle import marked_serving, serving_itself
     from ..mcp._spec import ServeSettings
-    from ..mcp.server import McpServer, is_loopback
-    from ._tools import toolset_members
 
     state = get_state()
     config_path = state.config_path()
@@ -193,12 +193,26 @@ def serve_command(
             f"refusing to serve: this `hermes mcp serve` was started by a `hermes mcp serve` of the same "
             f"configuration ({config_path}), which lists itself in [mcp.servers]; remove that entry"
         )
-    mark_serving(config_path)
     try:
         settings = ServeSettings.from_config(state.load_config())
     except ValueError as err:
         raise click.ClickException(f"{config_path}: {err}") from None
     token = _token(token_file, token, settings.token)
+    with marked_serving(config_path):
+        _serve(state, toolsets, address, token, settings, wire)
+
+
+def _serve(
+    state: State,
+    toolsets: tuple[str, ...],
+    address: str | None,
+    token: str | None,
+    settings: ServeSettings,
+    wire: tuple[int, int] | None,
+) -> None:
+    from ..mcp.server import McpServer, is_loopback
+    from ._tools import toolset_members
+
     system = state.system()
     for name in toolsets:
         toolset_members(system, name)  # an unknown toolset is a usage error

@@ -19,7 +19,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 __all__ = [
@@ -28,7 +28,7 @@ __all__ = [
     "divert_stdio",
     "end_children",
     "is_own_command",
-    "mark_serving",
+    "marked_serving",
     "serving_itself",
 ]
 
@@ -63,10 +63,19 @@ def serving_itself(config_path: Path) -> bool:
     return _identity(config_path) in chain.split(os.pathsep) if chain else False
 
 
-def mark_serving(config_path: Path) -> None:
-    """Record (for every process started from now on) that this configuration is being served."""
-    chain = [p for p in os.environ.get(CHAIN_ENV, "").split(os.pathsep) if p]
+@contextlib.contextmanager
+def marked_serving(config_path: Path) -> Iterator[None]:
+    """Record, for every process started in the block, that this configuration is being served."""
+    before = os.environ.get(CHAIN_ENV)
+    chain = [p for p in (before or "").split(os.pathsep) if p]
     os.environ[CHAIN_ENV] = os.pathsep.join([*chain, _identity(config_path)])
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(CHAIN_ENV, None)
+        else:
+            os.environ[CHAIN_ENV] = before
 
 
 def _own_command_line() -> list[str]:

@@ -118,3 +118,18 @@ def test_skills_are_served_as_prompts_and_resources(tmp_path: Path) -> None:
                 assert "skill_manage" not in {t.name for t in (await client.list_tools()).tools}
 
         anyio.run(main)
+
+
+def test_a_wrong_serve_setting_is_named(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from hermes_core.cli import cli
+
+    config = tmp_path / "config.toml"
+    config.write_text("[mcp.serve]\nsession_concurrency = 0\n")
+    result = CliRunner().invoke(cli, ["--config", str(config), "mcp", "serve", "--http", "127.0.0.1:0"])
+    assert result.exit_code == 1
+    assert "[mcp.serve] session_concurrency must be a whole number of at least 1, got 0" in result.output
+    config.write_text('[mcp.serve]\ntoken = { env = "NO_SUCH_VARIABLE_SET" }\n')
+    result = CliRunner().invoke(cli, ["--config", str(config), "mcp", "serve", "--http", "127.0.0.1:0"])
+    assert result.exit_code == 1 and "[mcp.serve] token points at an unset variable" in result.output
