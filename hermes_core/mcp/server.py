@@ -323,8 +323,9 @@ class McpServer:
             stateful=kind != "once",
         )
         call_id = f"mcp-{next(self._numbers)}"
-        loaded = self.system.loaded_tools(session_id)
-        before = loaded.version
+        # with tool search on, a search (or a deferred tool's first call) may load tools for this session
+        loaded = self.system.loaded_tools(session_id) if self.system.deferral.active else None
+        before = loaded.version if loaded is not None else 0
         try:
             with self.sessions.active(session_id, kind):
                 work = functools.partial(self._run, call, params.name, arguments, call_id)
@@ -338,7 +339,7 @@ class McpServer:
                     return InputRequiredResult(input_requests=call.pending, request_state=handle)
                 if "session" in call.answers.values():
                     self.system.session(session_id)  # the grant lives as long as the session: keep it open
-                if loaded.version != before:  # a search (or a deferred tool's first call) loaded tools
+                if loaded is not None and loaded.version != before:
                     await self._tell_list_changed(ctx, session_id)
                 return outcome_to_result(outcome, call.notes if outcome.status == "denied" else None)
         finally:
