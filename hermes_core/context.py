@@ -8,14 +8,23 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from ._aio.cancel import CallCancelled, CancelToken, current_token
 from .errors import ToolError
 
 if TYPE_CHECKING:
-    from .cancellation import Cancellation
+    from .environments import Environment
     from .host import AskUser, Host
     from .session import Session
 
-__all__ = ["ApprovalDenied", "CallContext", "Guard", "calls_in_workspace", "workspace_override"]
+__all__ = [
+    "ApprovalDenied",
+    "CallContext",
+    "Guard",
+    "approver_override",
+    "calls_approved_by",
+    "calls_in_workspace",
+    "workspace_override",
+]
 
 T = TypeVar("T")
 _unbound_stash: Any = None  # the stash of contexts made without a system (tests, scripts)
@@ -38,6 +47,26 @@ def calls_in_workspace(path: str | Path) -> Iterator[Path]:
         yield resolved
     finally:
         _WORKSPACE.reset(token)
+
+
+_APPROVER: ContextVar[Any] = ContextVar("hermes_approver", default=None)
+
+
+def approver_override() -> Any:
+    """The approver set by an enclosing ``calls_approved_by`` block, if any."""
+    return _APPROVER.get()
+
+
+@contextlib.contextmanager
+def calls_approved_by(approver: Any) -> Iterator[None]:
+    """Tool calls made inside this block (same thread or task, and what they start) that bring no approver of
+    their own are approved by ``approver`` instead of the system's. Scheduled jobs use it to run headless (the
+    standing approvals still apply) even inside a host whose approver asks a person at a terminal."""
+    token = _APPROVER.set(approver)
+    try:
+        yield
+    finally:
+        _APPROVER.reset(token)
 
 
 class ApprovalDenied(ToolError):
@@ -63,12 +92,13 @@ class CallContext:
     """Who is calling and how to reach the user; handlers opt in with a ``context`` parameter.
 
     ``host`` is the tool system as tools see it (``hermes_core.host.Host``: config, stash, sessions, calls
-    through the pipeline); ``session`` this conversation's state. ``guard_command`` and ``guard_path`` run the
+    through the pipeline); ``session`` this conversation's state; ``environment`` where its commands and files
+    live. ``guard_command`` and ``guard_path`` run the
     security layer and the approval flow: they return when the action may go ahead and raise ``ApprovalDenied``
     (a ``ToolError``) when it may not. ``approver`` is the approver of this call when its caller brought one
-    (an MCP client, a chat UI), else None: the system's approver decides. ``cancellation`` is the call's
-    ``hermes_core.cancellation.Cancellation`` when its caller may cancel it: a long sync handler checks
-    ``cancelled`` (or calls ``check_cancelled()``) between steps.
+    (an MCP client, a chat UI), else None: the system's approver decides. ``cancel_token`` is the
+    ``hermes_core.cancellation.CancelToken`` the call runs under (the current one when the context is made), if
+    any: a long sync handler that loops on its own looks at ``cancelled`` (or calls ``check_cancelled()``).
     """
 
     __slots__ = (
@@ -76,7 +106,7 @@ class CallContext:
         "_guard",
         "approver",
         "call_id",
-        "cancellation",
+        "cancel_token",
         "enabled",
         "host",
         "session_id",
@@ -96,7 +126,7 @@ class CallContext:
         guard: Guard | None = None,
         enabled: frozenset[str] | None = None,
         approver: Any = None,
-        cancellation: Cancellation | None = None,
+        cancel_token: CancelToken | None = None,
     ) -> None:
         self.call_id = call_id
         self.session_id = session_id
@@ -107,10 +137,10 @@ class CallContext:
         self._guard = guard
         self.enabled = enabled
         self.approver = approver
-        self.cancellation = cancellation
+        self.cancel_token = cancel_token if cancel_token is not None else current_token()
 
     def derive(self, *, call_id: str, tool_name: str) -> CallContext:
-        """A copy for another call of the same session (same workspace, user, approver, guard and cancellation)."""
+        """A copy for another call of the same session (same workspace, user, approver, guard and cancel token)."""
         return CallContext(
             call_id=call_id,
             session_id=self.session_id,
@@ -121,25 +151,27 @@ class CallContext:
             guard=self._guard,
             enabled=self.enabled,
             approver=self.approver,
-            cancellation=self.cancellation,
+            cancel_token=self.cancel_token,
         )
 
     @property
     def cancelled(self) -> bool:
-        """True once the caller cancelled this call (see ``hermes_core.cancellation``)."""
-        cancel = self.cancellation
-        return cancel is not None and cancel.cancelled
+        """True once the call was cancelled (see ``hermes_core.cancellation``)."""
+        token = self.cancel_token
+        return token is not None and token.cancelled
 
     def check_cancelled(self) -> None:
-        """Raise ``CallCancelled`` (a ``ToolError``) when the caller cancelled this call."""
-        if self.cancellation is not None:
-            self.cancellation.check()
+        """Raise ``CallCancelled`` when the call was cancelled (the pipeline ends it as kind ``cancelled``)."""
+        token = self.cancel_token
+        if token is not None and token.cancelled:
+            raise CallCancelled
 
     def on_cancel(self, callback: Callable[[], Any]) -> Callable[[], None]:
         """Run ``callback()`` if the call is cancelled (on the cancelling thread); returns an unregister function."""
-        if self.cancellation is None:
+        token = self.cancel_token
+        if token is None:
             return _nothing
-        return self.cancellation.on_cancel(callback)
+        return token.on_cancel(callback)
 
     @property
     def session(self) -> Session:
@@ -149,6 +181,14 @@ class CallContext:
         from .session import Session
 
         return Session(self.session_id)
+
+    @property
+    def environment(self) -> Environment:
+        """This call's session environment (``hermes_core.environments.environment_for(context)``): where its
+        commands and file operations happen, made on first use and closed with the session."""
+        from .environments import environment_for
+
+        return environment_for(self)
 
     @property
     def can_ask_user(self) -> bool:

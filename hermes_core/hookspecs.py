@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
     from .context import CallContext
     from .decisions import CallOutcome
+    from .environments import Environment
     from .registry import ToolEntry, ToolRegistry
     from .selection.ranking import Ranker, ToolDoc
     from .system import ToolSystem
@@ -61,8 +62,22 @@ def register_commands(cli: Any) -> None:
 
 
 @hookspec
+def register_environments() -> dict[str, type[Environment]] | None:
+    """Return environment kinds: ``{name: Environment subclass}``, chosen with ``[environment] kind = name``."""
+
+
+@hookspec
 def on_agent_message(system: ToolSystem, session_id: str, message: dict[str, Any]) -> None:
     """Observe each message an agent loop adds to a conversation (user, assistant, tool). Raising is logged."""
+
+
+@hookspec
+def agent_context(system: ToolSystem, session_id: str, tools: frozenset[str]) -> str | None:
+    """Text an agent should know from the start, added to its system prompt before each model request.
+
+    ``tools`` names the tools the agent may use in that request. Return a section (a heading and a few lines)
+    or None; return the same text while nothing changed. Raising is logged and the section is left out.
+    """
 
 
 @hookspec

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from .cancellation import Cancellation
     from .config import Config
     from .decisions import CallOutcome
     from .plugins._hooks import HookRunner
@@ -113,7 +112,6 @@ class Host(Protocol):
         call_id: str | None = None,
         approver: Any = None,
         ask_user: AskUser | None = None,
-        cancel: Cancellation | None = None,
     ) -> CallOutcome: ...
 
     async def acall_outcome(
@@ -127,7 +125,6 @@ class Host(Protocol):
         call_id: str | None = None,
         approver: Any = None,
         ask_user: AskUser | None = None,
-        cancel: Cancellation | None = None,
     ) -> CallOutcome: ...
 
     def call_many_outcomes(
@@ -264,7 +261,6 @@ class SystemHost:
         call_id: str | None = None,
         approver: Any = None,
         ask_user: AskUser | None = None,
-        cancel: Cancellation | None = None,
     ) -> CallOutcome:
         return self._system.call_outcome(
             name,
@@ -275,7 +271,6 @@ class SystemHost:
             call_id=call_id,
             approver=approver,
             ask_user=ask_user,
-            cancel=cancel,
         )
 
     async def acall_outcome(
@@ -289,7 +284,6 @@ class SystemHost:
         call_id: str | None = None,
         approver: Any = None,
         ask_user: AskUser | None = None,
-        cancel: Cancellation | None = None,
     ) -> CallOutcome:
         return await self._system.acall_outcome(
             name,
@@ -300,7 +294,6 @@ class SystemHost:
             call_id=call_id,
             approver=approver,
             ask_user=ask_user,
-            cancel=cancel,
         )
 
     def call_many_outcomes(

@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from . import paths
-from .cancellation import Cancellation
 from .config import Config, load_config
-from .context import CallContext, Guard, workspace_override
+from .context import CallContext, Guard, approver_override, workspace_override
 from .decisions import CallOutcome
 from .host import AskUser, SystemHost
 from .plugins import PluginHost, PluginRecord
@@ -37,6 +36,11 @@ def _env_list(var: str) -> list[str] | None:
     if raw is None:
         return None
     return [p.strip() for p in raw.split(",") if p.strip()]
+
+
+def _scheduler_opted_in(config: Config) -> bool:
+    settings = config.data.get("scheduler")
+    return isinstance(settings, dict) and settings.get("in_process") is True
 
 
 def _env_flag(var: str) -> bool:
@@ -112,6 +116,7 @@ class ToolSystem:
         self.pipeline.closers.append(self.sessions.close_all)  # sessions close before the system's stash
         self._closed = False
         self._mcp: Any = None  # the MCP client (hermes_core.mcp.client.McpClients) once servers start
+        self._scheduler: Any = None  # hermes_core.scheduler.Scheduler once start_scheduler() ran
 
     def _security_gate(self) -> Guard:
         from .pipeline._guard import SecurityGuard  # the security layer loads with the first guarded action
@@ -151,7 +156,6 @@ class ToolSystem:
         enabled: frozenset[str],
         approver: Any = None,
         ask_user: AskUser | None = None,
-        cancel: Cancellation | None = None,
     ) -> CallContext:
         return CallContext(
             call_id=call_id,
@@ -162,8 +166,7 @@ class ToolSystem:
             ask_user=ask_user if ask_user is not None else self.ask_user,
             guard=self._guard,
             enabled=self.selector.selected(enabled),
-            approver=approver,
-            cancellation=cancel,
+            approver=approver if approver is not None else approver_override(),  # a scheduled job's
         )
 
     # -- sessions ----------------------------------------------------------------------------------------
@@ -203,6 +206,7 @@ class ToolSystem:
         mcp: bool = True,
         enabled: Names = None,
         disabled: Names = None,
+        scheduler: bool | None = None,
     ) -> ToolSystem:
         """Build a system: read the config, load entry points, drop-ins and ``plugins``, run their hooks.
 
@@ -214,6 +218,9 @@ class ToolSystem:
         ``enabled``/``disabled`` (toolsets or tool names) set the host's selection, replacing the config's: it is
         what ``definitions()`` offers and all that ``call()``, ``acall()`` and ``call_many()`` will run when a
         call passes no selection of its own; a call to any other tool is refused with a message for the model.
+
+        ``scheduler=True`` (or ``[scheduler] in_process = true``) runs the scheduled jobs in this process
+        (``start_scheduler``); without it nothing of the scheduler is imported.
         """
         cfg = load_config(config)
         if strict is None:
@@ -263,6 +270,8 @@ class ToolSystem:
         system.pipeline.refresh_hooks()
         if mcp and cfg.mcp_servers:
             system._start_mcp()
+        if scheduler or (scheduler is None and _scheduler_opted_in(cfg)):
+            system.start_scheduler()
         return system
 
     def _define_plugin_toolsets(self, specs: Mapping[str, Any], plugin: str | None) -> None:
@@ -319,6 +328,24 @@ class ToolSystem:
         if self._mcp is None:
             raise KeyError(f"no MCP server named {name!r} (none configured)")
         return bool(self._mcp.restart(name))
+
+    # -- scheduler ---------------------------------------------------------------------------------------
+
+    @property
+    def scheduler(self) -> Any:
+        """The ``hermes_core.scheduler.Scheduler`` running in this process, or None."""
+        return self._scheduler
+
+    def start_scheduler(self, **options: Any) -> Any:
+        """Run the scheduled jobs in this process (a daemon thread, stopped by ``close``) and return the
+        ``Scheduler``; ``options`` go to its constructor. Several processes may do this: each slot runs once."""
+        if self._scheduler is None:
+            from .scheduler import Scheduler
+
+            self._scheduler = Scheduler(self, **options)
+            self.on_close(self._scheduler.stop)
+        self._scheduler.start()
+        return self._scheduler
 
     # -- plugins -----------------------------------------------------------------------------------------
 
@@ -479,15 +506,14 @@ class ToolSystem:
         call_id: str | None = None,
         approver: Any = None,
         ask_user: AskUser | None = None,
-        cancel: Cancellation | None = None,
     ) -> str:
         """Run one tool call through the pipeline and return what the model should see. Never raises.
 
-        ``approver``/``ask_user`` answer for this call instead of the system's (an MCP client, a chat window);
-        ``cancel`` (a ``hermes_core.cancellation.Cancellation``) lets the caller stop the call while it runs.
+        ``approver``/``ask_user`` answer for this call instead of the system's (an MCP client, a chat window).
+        Under ``hermes_core.cancellation.cancel_scope(token)``, ``token.cancel()`` stops the call while it runs.
         """
         outcome = self.pipeline.run(
-            name, arguments, enabled, disabled, session_id, call_id, approver, ask_user, cancel
+            name, arguments, enabled, disabled, session_id, call_id, approver, ask_user
         )
         if self.deferral.active:
             self._note_calls((name,), enabled, disabled, session_id)
@@ -504,11 +530,10 @@ class ToolSystem:
         call_id: str | None = None,
         approver: Any = None,
         ask_user: AskUser | None = None,
-        cancel: Cancellation | None = None,
     ) -> CallOutcome:
         """Like ``call`` but returns the whole ``CallOutcome`` (status, duration, error kind and id)."""
         outcome = self.pipeline.run(
-            name, arguments, enabled, disabled, session_id, call_id, approver, ask_user, cancel
+            name, arguments, enabled, disabled, session_id, call_id, approver, ask_user
         )
         if self.deferral.active:
             self._note_calls((name,), enabled, disabled, session_id)
@@ -525,11 +550,10 @@ class ToolSystem:
         call_id: str | None = None,
         approver: Any = None,
         ask_user: AskUser | None = None,
-        cancel: Cancellation | None = None,
     ) -> str:
         """The native async form of ``call``: never blocks the caller's event loop."""
         outcome = await self.pipeline.arun(
-            name, arguments, enabled, disabled, session_id, call_id, approver, ask_user, cancel
+            name, arguments, enabled, disabled, session_id, call_id, approver, ask_user
         )
         if self.deferral.active:
             self._note_calls((name,), enabled, disabled, session_id)
@@ -546,10 +570,9 @@ class ToolSystem:
         call_id: str | None = None,
         approver: Any = None,
         ask_user: AskUser | None = None,
-        cancel: Cancellation | None = None,
     ) -> CallOutcome:
         outcome = await self.pipeline.arun(
-            name, arguments, enabled, disabled, session_id, call_id, approver, ask_user, cancel
+            name, arguments, enabled, disabled, session_id, call_id, approver, ask_user
         )
         if self.deferral.active:
             self._note_calls((name,), enabled, disabled, session_id)

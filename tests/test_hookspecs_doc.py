@@ -168,6 +168,49 @@ def test_on_agent_message() -> None:
     assert module.TRANSCRIPT == [("s1", "-> shout"), ("s1", "it said HI!")]
 
 
+def test_register_environments(tmp_path) -> None:
+    import hermes_builtin.plugin
+
+    module = example("register_environments")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with ToolSystem.load(
+        plugins_dir=False,
+        load_entry_points=False,
+        plugins=[hermes_builtin.plugin, module],
+        workspace=workspace,
+        config={"environment": {"kind": "recorded"}},
+    ) as system:
+        assert system.call("terminal", {"command": "cd /tmp && export GREETING=hi"}).endswith("s]")
+        out = system.call("terminal", {"command": "echo $GREETING from $PWD"})
+        assert out.startswith("hi from /tmp\n")  # the local kind's session shell, behind its walls
+        other = system.call("terminal", {"command": "echo ${GREETING:-none}"}, session_id="other")
+        assert other.startswith("none\n")  # another session, another environment
+    assert [c for _, c in module.COMMANDS] == [
+        "cd /tmp && export GREETING=hi",
+        "echo $GREETING from $PWD",
+        "echo ${GREETING:-none}",
+    ]
+    assert {s for s, _ in module.COMMANDS} == {"default", "other"}
+
+
+def test_agent_context() -> None:
+    from hermes_core.agent import Agent
+
+    class Recording(_ScriptedModel):
+        def complete(self, messages, tools=(), **options):
+            self.seen = messages[0]["content"]
+            return super().complete(messages, tools, **options)
+
+    system = load(example("agent_context"), echo_tools("terminal"))
+    model = Recording()
+    model.turn = 1  # answer at once
+    Agent(system, model=model).run("hi")
+    assert "## House rules" in model.seen and "make test" in model.seen
+    Agent(system, model=model, disabled=["terminal"]).run("hi")
+    assert "House rules" not in model.seen
+
+
 @pytest.mark.parametrize("hook", sorted(HOOKS))
 def test_examples_compile(hook: str) -> None:
     assert example(hook) is not None

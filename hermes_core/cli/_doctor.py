@@ -284,27 +284,10 @@ def _hook_problems(system: ToolSystem) -> list[Problem]:
     pm = system.plugins.pm
     known = sorted(n for n, caller in vars(pm.hook).items() if getattr(caller, "spec", None) is not None)
     found: list[Problem] = []
-    for plugin in pm.get_plugins():
-        for caller in pm.get_hookcallers(plugin) or []:
-            if caller.spec is not None:
-                continue
-            if all(
-                getattr(impl, "optionalhook", False)
-                for impl in caller.get_hookimpls()
-                if impl.plugin is plugin
-            ):
-                continue
-            close = difflib.get_close_matches(caller.name, known, n=1)
-            hint = f"rename it to {close[0]!r}" if close else f"use one of: {', '.join(known)}"
-            found.append(
-                Problem(
-                    "error",
-                    pm.get_name(plugin) or "?",
-                    "hooks",
-                    f"implements unknown hook {caller.name!r}",
-                    hint,
-                )
-            )
+    for plugin, hook in system.plugins.unknown_hooks():
+        close = difflib.get_close_matches(hook, known, n=1)
+        hint = f"rename it to {close[0]!r}" if close else f"use one of: {', '.join(known)}"
+        found.append(Problem("error", plugin, "hooks", f"implements unknown hook {hook!r}", hint))
     if not found:
         for message in system.plugins.check_pending():
             found.append(
@@ -522,6 +505,13 @@ def _sandbox_problems(system: ToolSystem) -> list[Problem]:
     ]
 
 
+def _environment_problems(system: ToolSystem) -> list[Problem]:
+    """Whether the session environment can start (else the fix), and plugin kinds registered wrongly."""
+    from ..environments._diagnose import diagnose
+
+    return [Problem(f.severity, "environment", "environment", f.message, f.fix) for f in diagnose(system)]
+
+
 def _unique(problems: list[Problem]) -> list[Problem]:
     """Each problem once: the same finding reached by two checks (a plugin's load error and its isolated
     import, a clash seen from both plugins) is reported by the first."""
@@ -609,6 +599,7 @@ def run_doctor(system: ToolSystem, *, timeout: float = 30.0) -> DoctorReport:
     report.problems.extend(_mcp_problems(system))
     report.problems.extend(_override_problems(system))
     report.problems.extend(_sandbox_problems(system))
+    report.problems.extend(_environment_problems(system))
     report.problems = _unique(report.problems)
     for row in report.plugins:
         row["problems"] = sum(1 for p in report.problems if p.plugin == row["name"] and p.severity != "info")

@@ -217,6 +217,9 @@ def _serve(
     for name in toolsets:
         toolset_members(system, name)  # an unknown toolset is a usage error
     server = McpServer(system, list(toolsets) or None, settings=settings)
+    from ._cron import start_host_scheduler
+
+    start_host_scheduler(system)  # a long-lived process runs the scheduled jobs ([scheduler] in_process)
     try:
         if wire is not None:
             _serve_stdio(server, wire)

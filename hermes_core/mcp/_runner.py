@@ -2,22 +2,24 @@
 
 Every call runs on one of ``workers`` threads. A session runs at most ``session_concurrency`` calls at once; its
 further calls wait for one of its own to end, never for other sessions' calls, so one client's long calls
-cannot delay another's short ones. A call that the client cancels (``notifications/cancelled``, or a closed
-response stream) is cancelled in the pipeline (``hermes_core.cancellation``): if it was still waiting its turn it
-never starts, a sandboxed command is killed with its process tree, an async handler is cancelled, a sync one
-sees ``context.cancelled``. A call still running after ``max_call_seconds`` is cancelled the same way and
-answers with an error that says so. A session's turn is given back when its call's thread is really free.
+cannot delay another's short ones. Each call runs under a ``CancelToken`` of its own (``hermes_core.cancellation``,
+the mechanism the agent loop uses too). A call that the client cancels (``notifications/cancelled``, or a closed
+response stream) has its token cancelled: if it was still waiting its turn it never starts, a sync handler is
+interrupted (a sandboxed command is killed with its process tree on the way out), an async handler is cancelled.
+A call still running after ``max_call_seconds`` is cancelled the same way and answers with an error that says so.
+A session's turn is given back when its call's thread is really free.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
+import contextlib
 from collections import deque
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..cancellation import Cancellation
+from .._aio.cancel import CancelToken
 
 __all__ = ["CallRunner", "CallTookTooLong"]
 
@@ -77,8 +79,11 @@ class CallRunner:
         self.max_call_seconds = max_call_seconds
         self._gates: dict[str, _Gate] = {}
 
-    async def run(self, session_id: str, work: Callable[[Cancellation], T], *, what: str = "the call") -> T:
-        """``work(cancel)`` on the pool in ``session_id``'s turn; cancelling the awaiting task cancels it."""
+    async def run(self, session_id: str, work: Callable[[CancelToken], T], *, what: str = "the call") -> T:
+        """``work(token)`` on the pool in ``session_id``'s turn; cancelling the awaiting task cancels ``token``.
+
+        Past ``max_call_seconds`` the token is cancelled and ``CallTookTooLong`` raised (once the work has
+        stopped, or after a few seconds more if it will not)."""
         gate = self._gates.get(session_id)
         if gate is None:
             gate = self._gates[session_id] = _Gate(self.session_concurrency)
@@ -87,10 +92,10 @@ class CallRunner:
         except BaseException:
             self._drop_if_idle(session_id, gate)
             raise
-        cancel = Cancellation()
+        token = CancelToken()
         loop = asyncio.get_running_loop()
         try:
-            future = loop.run_in_executor(self.pool, work, cancel)
+            future = loop.run_in_executor(self.pool, work, token)
         except BaseException:
             gate.release()
             self._drop_if_idle(session_id, gate)
@@ -104,16 +109,17 @@ class CallRunner:
         try:
             return await asyncio.wait_for(asyncio.shield(future), self.max_call_seconds)
         except TimeoutError:
-            cancel.cancel(
+            token.cancel()
+            with contextlib.suppress(
+                Exception
+            ):  # it stopped, failed or would not stop: the limit is the answer
+                await asyncio.wait_for(asyncio.shield(future), _AFTER_LIMIT)
+            raise CallTookTooLong(
                 f"{what} ran longer than this server allows ({self.max_call_seconds:g} s, "
                 "[mcp.serve] max_call_seconds)"
-            )
-            try:
-                return await asyncio.wait_for(asyncio.shield(future), _AFTER_LIMIT)
-            except TimeoutError:
-                raise CallTookTooLong(cancel.reason) from None
+            ) from None
         except asyncio.CancelledError:
-            cancel.cancel("the client cancelled the call")
+            token.cancel()
             raise
 
     def _drop_if_idle(self, session_id: str, gate: _Gate) -> None:

@@ -36,6 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+from .._aio.cancel import current_token
+
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
 
@@ -317,6 +319,8 @@ class ClientCall:
         except RuntimeError:  # the server is shutting down
             coro.close()
             return None
+        token = current_token()  # a cancelled call stops waiting for its answer (the question is withdrawn)
+        forget = token.on_cancel(future.cancel) if token is not None else None
         try:
             return future.result(self.timeout)
         except cf.TimeoutError:
@@ -326,6 +330,9 @@ class ClientCall:
             self._note("the client went away before it answered")
         except Exception as err:
             log.warning("elicitation failed (%s: %s); taking it as a no", type(err).__name__, err)
+        finally:
+            if forget is not None:
+                forget()
         return None
 
     def asked(self) -> frozenset[str]:

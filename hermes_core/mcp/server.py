@@ -40,7 +40,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..cancellation import Cancellation
+from .._aio.cancel import CancelToken, cancel_scope
 from ..decisions import CallOutcome
 from ._http import BearerGuard
 from ._runner import CallRunner, CallTookTooLong
@@ -358,18 +358,18 @@ class McpServer:
             log.debug("tools/list_changed to %s failed: %s", session_id, err)
 
     def _run(
-        self, call: ClientCall, name: str, arguments: Any, call_id: str, cancel: Cancellation
+        self, call: ClientCall, name: str, arguments: Any, call_id: str, token: CancelToken
     ) -> CallOutcome:
-        return self.system.call_outcome(
-            name,
-            arguments,
-            enabled=self.enabled,
-            session_id=call.session_id,
-            call_id=call_id,
-            approver=call,
-            ask_user=call.ask_user,
-            cancel=cancel,
-        )
+        with cancel_scope(token):
+            return self.system.call_outcome(
+                name,
+                arguments,
+                enabled=self.enabled,
+                session_id=call.session_id,
+                call_id=call_id,
+                approver=call,
+                ask_user=call.ask_user,
+            )
 
     # -- skills as prompts and resources -----------------------------------------------------------------
 

@@ -12,6 +12,8 @@ factory. Each call travels through the stages as one ``_Call``.
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import itertools
 import json
 import logging
@@ -22,9 +24,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._aio.cancel import CallCancelled, CancelToken, cancellable, current_token, interrupt_on_cancel
 from .._aio.watchdog import HandlerTimeout, Watchdog
 from .._signatures import handler_shape
-from ..cancellation import CallCancelled, Cancellation, cancelling
 from ..context import ApprovalDenied, CallContext, Guard
 from ..decisions import CallOutcome, RequireApproval, Status, ToolOutput
 from ..errors import ToolError
@@ -67,7 +69,6 @@ class ContextFactory(Protocol):
         enabled: frozenset[str],
         approver: Any,
         ask_user: Any,
-        cancel: Cancellation | None = None,
     ) -> CallContext: ...
 
 
@@ -111,7 +112,6 @@ class _Call:
         "args",
         "ask_user",
         "call_id",
-        "cancel",
         "ctx",
         "entry",
         "name",
@@ -128,7 +128,6 @@ class _Call:
         started: float,
         approver: Any = None,
         ask_user: Any = None,
-        cancel: Cancellation | None = None,
     ) -> None:
         self.name = name
         self.call_id = call_id
@@ -136,7 +135,6 @@ class _Call:
         self.started = started
         self.approver = approver  # the caller's own approver and user (an MCP client, a chat UI), if any
         self.ask_user = ask_user
-        self.cancel = cancel  # the caller's way to stop the call while it runs, if any
         self.entry: ToolEntry | None = None
         self.rt: _Runtime | None = None
         self.args: dict[str, Any] = {}
@@ -285,6 +283,8 @@ class Pipeline:
     def _outcome_of_failure(name: str, err: BaseException, rt: _Runtime | None) -> CallOutcome:
         if isinstance(err, ApprovalDenied):
             return _fail(name, "denied", "approval", f"Denied: {err.message}")
+        if isinstance(err, CallCancelled):
+            return _cancelled(name)
         if isinstance(err, ToolError):
             return _fail(name, "error", err.kind, err.message)
         if isinstance(err, (HandlerTimeout, TimeoutError)):
@@ -336,13 +336,7 @@ class Pipeline:
 
     def _context(self, call: _Call, available: frozenset[str]) -> CallContext:
         return self._new_context(
-            call.call_id,
-            call.session_id,
-            str(call.name),
-            available,
-            call.approver,
-            call.ask_user,
-            call.cancel,
+            call.call_id, call.session_id, str(call.name), available, call.approver, call.ask_user
         )
 
     def _prepare(self, call: _Call, raw: Any, enabled: Names, disabled: Names) -> CallOutcome | None:
@@ -401,17 +395,15 @@ class Pipeline:
         call_id: str | None = None,
         approver: Any = None,
         ask_user: Any = None,
-        cancel: Cancellation | None = None,
     ) -> CallOutcome:
-        """Run one call synchronously. Never raises. ``cancel`` stops it when cancelled (see
-        ``hermes_core.cancellation``); the outcome is then an error of kind ``cancelled``.
+        """Run one call synchronously. Never raises.
 
         The common case (no hooks, a sync handler that takes no context, valid arguments, a result within its
         limit) runs inline below: the stages are the same as on the general path, only without the calls
         between them, which are most of the pipeline's cost at this size. Anything else leaves it early.
         """
         started = _perf_counter()
-        if self._plain and cancel is None and type(name) is str:
+        if self._plain and type(name) is str and current_token() is None:
             try:
                 entry = self.tools.get(name)
                 rt = entry._runtime if entry is not None else None
@@ -457,21 +449,23 @@ class Pipeline:
                 pass  # the general path below parses again and reports the problem
             except BaseException:  # the last line of defence (a late HandlerTimeout included): never raise
                 return self._internal_error(name)
-        call = _Call(name, call_id or _new_call_id(), session_id, started, approver, ask_user, cancel)
+        call = _Call(name, call_id or _new_call_id(), session_id, started, approver, ask_user)
         try:
             early = self._prepare(call, raw, enabled, disabled)
             if early is not None:
                 return self._finish(call, early)
             entry, rt = call.entry, call.rt
             assert entry is not None and rt is not None
+            scope = current_token()
             try:
-                if cancel is not None:
-                    value = self._run_cancellable(call, entry, rt, cancel)
-                elif entry.is_async:
-                    value = self.bridge.run(rt.invoke(entry.handler, call.args, call.ctx), rt.timeout)
+                if scope is None:
+                    if entry.is_async:
+                        value = self.bridge.run(rt.invoke(entry.handler, call.args, call.ctx), rt.timeout)
+                    else:
+                        value = self._run_sync(entry, call.args, call.ctx, rt)
                 else:
-                    value = self._run_sync(entry, call.args, call.ctx, rt)
-            except (Exception, HandlerTimeout) as err:
+                    value = self._run_under(scope, entry, call.args, call.ctx, rt)
+            except (Exception, HandlerTimeout, CallCancelled) as err:
                 return self._finish(call, self._handler_failed(call, err))
             return self._finish(call, CallOutcome(name, "ok", "", call.call_id), value)
         except (KeyboardInterrupt, SystemExit):
@@ -489,36 +483,38 @@ class Pipeline:
         call_id: str | None = None,
         approver: Any = None,
         ask_user: Any = None,
-        cancel: Cancellation | None = None,
     ) -> CallOutcome:
         """Run one call without blocking the caller's loop: async handlers on the system's loop (the caller's
         own, see ``_shared_loop``), sync ones on a worker thread. Never raises (except cancellation of the
         awaiting task)."""
         import asyncio
 
-        call = _Call(name, call_id or _new_call_id(), session_id, _perf_counter(), approver, ask_user, cancel)
+        call = _Call(name, call_id or _new_call_id(), session_id, _perf_counter(), approver, ask_user)
         try:
             early = self._prepare(call, raw, enabled, disabled)
             if early is not None:
                 return self._finish(call, early)
             entry, rt = call.entry, call.rt
             assert entry is not None and rt is not None
+            token = current_token()
             try:
                 loop = asyncio.get_running_loop()
-                if cancel is not None:
-                    cancel.check()
-                if not entry.is_async:  # on a worker thread, so the caller's loop runs on
-                    run_sync = self._run_sync if cancel is None else self._sync_cancellable
+                if not entry.is_async:  # on a worker thread (with this task's context), so the loop runs on
+                    work = self._run_sync if token is None else functools.partial(self._run_under, token)
                     value = await loop.run_in_executor(
-                        self._executor(), run_sync, entry, call.args, call.ctx, rt, cancel
+                        self._executor(), contextvars.copy_context().run, work, entry, call.args, call.ctx, rt
                     )
                 elif self.bridge.claim(loop):  # native: right here, in the awaiting task
-                    coro = self._with_cancel(rt.invoke(entry.handler, call.args, call.ctx), cancel)
+                    coro = rt.invoke(entry.handler, call.args, call.ctx)
+                    if token is not None:
+                        coro = cancellable(coro, token)
                     value = await coro if rt.timeout is None else await self._timed(coro, rt.timeout, loop)
                 else:  # the system's loop is another one: hand over without blocking this loop
-                    coro = self._with_cancel(rt.invoke(entry.handler, call.args, call.ctx), cancel)
+                    coro = rt.invoke(entry.handler, call.args, call.ctx)
+                    if token is not None:
+                        coro = cancellable(coro, token)
                     value = await self.bridge.run_elsewhere(coro, rt.timeout, self._executor())
-            except (Exception, HandlerTimeout) as err:
+            except (Exception, HandlerTimeout, CallCancelled) as err:
                 return self._finish(call, self._handler_failed(call, err))
             return self._finish(call, CallOutcome(name, "ok", "", call.call_id), value)
         except asyncio.CancelledError:
@@ -566,88 +562,49 @@ class Pipeline:
         message = f"Internal error while running the tool (error id {error_id})."
         return _fail(str(name)[:200], "error", "exception", message, error_id=error_id)
 
-    # -- cancellation (a caller's ``cancel``: see hermes_core.cancellation) -------------------------------
-
-    def _run_cancellable(self, call: _Call, entry: ToolEntry, rt: _Runtime, cancel: Cancellation) -> Any:
-        cancel.check()  # cancelled while it waited for a worker or an approval: never start it
-        if entry.is_async:
-            return self.bridge.run(
-                self._with_cancel(rt.invoke(entry.handler, call.args, call.ctx), cancel), rt.timeout
-            )
-        return self._sync_cancellable(entry, call.args, call.ctx, rt, cancel)
-
-    def _sync_cancellable(
-        self,
-        entry: ToolEntry,
-        args: dict[str, Any],
-        ctx: CallContext | None,
-        rt: _Runtime,
-        cancel: Cancellation | None,
-    ) -> Any:
-        """A sync handler with ``cancel`` current (the sandbox kills what it runs when it fires)."""
-        with cancelling(cancel):
-            value = self._run_sync(entry, args, ctx, rt)
-        if cancel is not None:
-            cancel.check()  # a handler that ignored the cancel: its result is not wanted
-        return value
-
-    @staticmethod
-    def _with_cancel(coro: Any, cancel: Cancellation | None) -> Any:
-        """``coro`` (an async handler's), cancelled as a task when ``cancel`` fires; ``CallCancelled`` then."""
-        if cancel is None:
-            return coro
-
-        async def cancellable() -> Any:
-            import asyncio
-
-            task = asyncio.current_task()
-            loop = asyncio.get_running_loop()
-            assert task is not None
-            pending = [True]
-            fired: list[bool] = []
-
-            def deliver() -> None:  # on the loop's thread, and only while the handler still runs
-                if pending[0]:
-                    fired.append(True)
-                    task.cancel()
-
-            def stop() -> None:  # on the cancelling thread
-                if not loop.is_closed():
-                    loop.call_soon_threadsafe(deliver)
-
-            forget = cancel.on_cancel(stop)
-            try:
-                with cancelling(cancel):
-                    return await coro
-            except asyncio.CancelledError:
-                if fired and task.uncancel() == 0:
-                    raise CallCancelled(cancel.reason) from None
-                raise
-            finally:
-                pending[0] = False
-                forget()
-
-        return cancellable()
-
     def _run_sync(
         self,
         entry: ToolEntry,
         args: dict[str, Any],
         ctx: CallContext | None,
         rt: _Runtime,
-        cancel: Cancellation | None = None,
+        scope: CancelToken | None = None,
     ) -> Any:
-        """Call a sync handler on this thread, interrupted by the watchdog when its timeout passes."""
+        """Call a sync handler on this thread, interrupted by the watchdog when its timeout passes (and, with a
+        ``scope``, when that token is cancelled: the interruption covers the handler alone, never the
+        bookkeeping around it)."""
         if rt.timeout is None:
-            return entry.handler(**args) if rt.keywords_only else rt.invoke(entry.handler, args, ctx)
+            if scope is None:
+                return entry.handler(**args) if rt.keywords_only else rt.invoke(entry.handler, args, ctx)
+            with interrupt_on_cancel(scope):
+                return rt.invoke(entry.handler, args, ctx)
         armed = self._armed  # Watchdog.arm/disarm, inlined (this is on every call's path)
         token = next(self._tokens)
         armed[token] = (_monotonic() + rt.timeout, _get_ident())
         try:
-            return entry.handler(**args) if rt.keywords_only else rt.invoke(entry.handler, args, ctx)
+            if scope is None:
+                return entry.handler(**args) if rt.keywords_only else rt.invoke(entry.handler, args, ctx)
+            with interrupt_on_cancel(scope):
+                return rt.invoke(entry.handler, args, ctx)
         finally:
             if armed.pop(token, None) is None and self.watchdog.fired(token):
                 raise HandlerTimeout
+
+    def _run_under(
+        self,
+        token: CancelToken,
+        entry: ToolEntry,
+        args: dict[str, Any],
+        ctx: CallContext | None,
+        rt: _Runtime,
+    ) -> Any:
+        """Dispatch a call made under a cancel token (an agent's turn): cancelling the token stops the handler
+        (``CallCancelled`` in a sync handler's thread, its task cancelled for an async one)."""
+        if token.cancelled:
+            raise CallCancelled
+        if entry.is_async:
+            return self.bridge.run(cancellable(rt.invoke(entry.handler, args, ctx), token), rt.timeout)
+        return self._run_sync(entry, args, ctx, rt, token)
 
     def _executor(self, size: int | None = None) -> cf.ThreadPoolExecutor:
         """The worker pool (``[limits] max_parallel_calls`` threads, made on demand); ``size`` grows it."""
@@ -699,7 +656,8 @@ class Pipeline:
                     with gate:
                         return one(i)
 
-                futures = {i: pool.submit(gated, i) for i in batch}
+                # each call keeps the caller's context (its cancel token, its workspace)
+                futures = {i: pool.submit(contextvars.copy_context().run, gated, i) for i in batch}
                 for i, fut in futures.items():
                     results[i] = fut.result()
             batch.clear()
@@ -725,6 +683,15 @@ class Pipeline:
         self.watchdog.stop()
         if self._threads is not None:
             self._threads.shutdown(wait=False, cancel_futures=True)
+
+
+def _cancelled(name: str) -> CallOutcome:
+    return _fail(
+        name,
+        "error",
+        "cancelled",
+        "Stopped: the user cancelled this call before it finished; it may have done part of its work.",
+    )
 
 
 def _split_call(call: Any) -> tuple[Any, Any, str | None]:

@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from ..cancellation import CallCancelled, current_cancellation
 from ..context import workspace_override
 from ._capture import HeadTail, drain
 from ._cgroup import Cgroup, cgroup_joiner
@@ -45,7 +44,7 @@ _OWN_CODE = Path(__file__).resolve().parents[1]  # the hermes_core package: neve
 class Sandbox:
     """Runs commands inside walls made of the workspace (see ``hermes_core.sandbox``).
 
-    Make one with ``sandbox_for(context)`` (per tool system, closed with it). ``run()`` runs a command to the
+    Make one with ``sandbox_for(context)`` (per session, closed with it). ``run()`` runs a command to the
     end and returns a ``RunResult``; ``start()`` starts one and returns a ``SandboxProcess`` to manage.
     ``network_approval(host, reason) -> bool`` answers for names the network allow-list does not hold
     (``sandbox_for`` asks the tool system's approver; None: such names are refused).
@@ -57,9 +56,13 @@ class Sandbox:
         *,
         workspace: str | os.PathLike[str] | None = None,
         hidden: Sequence[str | os.PathLike[str]] = (),
+        tmp: str | os.PathLike[str] | None = None,
         network_approval: NetworkApproval | None = None,
     ) -> None:
         self.settings = settings if settings is not None else SandboxSettings()
+        self.tmp = (
+            Path(tmp) if tmp is not None else None
+        )  # shown as /tmp to every call (else a fresh one each)
         self.network_approval = network_approval
         self._net: tuple[NetNamespace | None, EgressProxy] | None = None
         self._net_lock = threading.Lock()
@@ -129,6 +132,7 @@ class Sandbox:
                 extra_read_write=[*self.settings.read_write, *map(Path, read_write)],
                 protected_hidden=hidden,
                 protected_read_only=[_OWN_CODE],
+                tmp=self.tmp,
             )
             if not (read_only or read_write):  # views with one call's own paths are not worth keeping
                 if len(self._layouts) > 32:
@@ -240,9 +244,6 @@ class Sandbox:
         """
         if self._closed:
             raise SandboxRefused("the tool system is closed")
-        cancel = None if background else current_cancellation()
-        if cancel is not None:
-            cancel.check()  # the call was cancelled before its command started
         choice = self.choice
         if choice.backend is None:
             raise SandboxRefused(choice.reason)
@@ -376,11 +377,9 @@ class Sandbox:
 
         Output is kept head and tail up to ``limits.max_output_bytes`` (default 1 MB); with ``split_output``
         stderr is kept apart (up to ``stderr_bytes``). A tree that hits a limit or the timeout is ended:
-        SIGTERM, ``grace`` seconds, then SIGKILL. When the running call is cancelled
-        (``hermes_core.cancellation``), the tree is killed at once and ``CallCancelled`` is raised.
+        SIGTERM, ``grace`` seconds, then SIGKILL.
         """
         lim = self.limits(limits)
-        cancel = current_cancellation()
         started = time.monotonic()
         floor = _Floor(self.layout(workspace).workspace, lim.min_free_mb)
         proc = self.start(
@@ -427,9 +426,6 @@ class Sandbox:
                         break
                 if wait_exit(proc.popen, fd, wait):
                     break
-                if cancel is not None and cancel.cancelled:
-                    kill_note = proc.terminate(0)
-                    break
                 limit = self._over_limit(proc, lim) or floor.crossed()
                 if limit:
                     kill_note = proc.terminate(min(grace, 0.2))
@@ -460,8 +456,6 @@ class Sandbox:
                 with contextlib.suppress(OSError):
                     stream.close()
             proc.release()
-        if cancel is not None and cancel.cancelled and kill_note:
-            raise CallCancelled(f"{cancel.reason}; the command and its children were {kill_note}")
         killed = timed_out or bool(limit and kill_note)
         return RunResult(
             quarantined=list(proc.quarantined),

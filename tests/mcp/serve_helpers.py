@@ -62,13 +62,14 @@ def patient(path: str, context):
     import time
 
     with open(path, "a") as out:
-        for _ in range(2000):  # up to 100 s, unless cancelled
+        try:
+            for _ in range(2000):  # up to 100 s, unless cancelled (the handler is interrupted then)
+                out.write(".")
+                out.flush()
+                time.sleep(0.05)
+        finally:  # clean-up runs on the way out, and the context says why
             if context.cancelled:
                 out.write("stopped")
-                return "stopped"
-            out.write(".")
-            out.flush()
-            time.sleep(0.05)
     return "done"
 
 

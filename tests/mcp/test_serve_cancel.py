@@ -134,7 +134,8 @@ def test_a_call_past_the_server_limit_is_stopped_and_says_so(files_served: dict[
 
 
 def test_a_sync_handler_sees_the_cancel_and_stops(files_served: dict[str, Any], tmp_path: Path) -> None:
-    """A plugin's own loop checks ``context.cancelled``: it stops soon after the client cancels."""
+    """A plugin's sync handler is interrupted soon after the client cancels: its clean-up runs and sees
+    ``context.cancelled``, and it loops no more."""
     flag = tmp_path / "loops"
 
     async def main() -> None:
