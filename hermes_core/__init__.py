@@ -21,6 +21,7 @@ module of ``hermes_core`` is an implementation detail, and ``tests/test_layering
 - ``hermes_core.cli``: the ``hermes`` command, for plugin commands (``current_system()``)
 - ``hermes_core.agent``: the agent loop hosts embed
 - ``hermes_core.models``: the chat model clients
+- ``hermes_core.cancellation``: stopping calls that are already running (``CancelToken``, ``cancel_scope``)
 """
 
 from __future__ import annotations

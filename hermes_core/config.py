@@ -96,6 +96,17 @@ _SHAPE: dict[str, Any] = {
     "mcp": {
         "ready_timeout": _NUM,  # seconds a one-shot CLI command waits for servers to connect
         "max_backoff": _NUM,  # the longest wait between two reconnection attempts (default for every server)
+        "serve": {  # `hermes mcp serve` (see hermes_core.mcp.server)
+            "token": (str, dict),  # bearer token for HTTP clients: { env = "VAR" } or { file = "path" }
+            "workers": int,  # threads that run tool calls for all clients together
+            "session_concurrency": int,  # calls one client session runs at once (more wait their turn)
+            "max_call_seconds": _NUM,  # the longest any one call may run before it is cancelled
+            "session_idle_seconds": _NUM,  # a client session unused this long is closed (processes end)
+            "max_sessions": int,  # open client sessions at most (HTTP)
+            "max_connections": int,  # open HTTP connections at most; more are answered 503 and closed
+            "idle_connection_seconds": _NUM,  # a connection that sends no request this long is closed
+            "skills": bool,  # serve skills as MCP prompts and resources (read-only)
+        },
         "servers": {
             "*": {
                 "command": str,
@@ -109,7 +120,12 @@ _SHAPE: dict[str, Any] = {
                 "prefix": str,  # names of this server's tools: prefix + name (default: bare, "<server>_" on a clash)
                 "max_backoff": _NUM,
                 "max_call_time": _NUM,  # the longest one call may run, progress notifications included
-                "approve": str,  # "destructive" (default), "all" or "none": which calls need approval
+                "approve": str,  # older spelling of trust: "destructive", "all" (ask always), "none"
+                "trust": str,  # "annotations" (default: spec defaults), "all" (never ask), "none" (always ask)
+                "transport": str,  # "stdio", "http" (streamable HTTP) or "sse" (HTTP+SSE); default from url
+                "sampling": bool,  # serve the server's sampling requests with the host's model (default true)
+                "sampling_model": str,  # the [models] entry to sample with (default: the default model)
+                "roots": bool,  # tell the server the workspace is its root (default true)
             }
         },
     },

@@ -183,8 +183,12 @@ class ToolSystem:
         return self.sessions.get(session_id or self.session_id)
 
     def close_session(self, session_id: str) -> bool:
-        """End session ``session_id``: its processes, environment and other state are released now."""
-        return self.sessions.close(session_id)
+        """End session ``session_id``: its processes, environment, other state and "session" approvals are
+        released now."""
+        try:
+            return self.sessions.close(session_id)
+        finally:
+            self._guard.forget_session(session_id)
 
     # -- construction ------------------------------------------------------------------------------------
 
@@ -518,6 +522,7 @@ class ToolSystem:
         """Run one tool call through the pipeline and return what the model should see. Never raises.
 
         ``approver``/``ask_user`` answer for this call instead of the system's (an MCP client, a chat window).
+        Under ``hermes_core.cancellation.cancel_scope(token)``, ``token.cancel()`` stops the call while it runs.
         """
         outcome = self.pipeline.run(
             name, arguments, enabled, disabled, session_id, call_id, approver, ask_user

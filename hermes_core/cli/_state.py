@@ -122,10 +122,14 @@ def _wait_for_mcp(system: ToolSystem) -> None:
     """Give configured servers up to ``[mcp] ready_timeout`` seconds to connect; name those it gave up on."""
     if not system.mcp_status():
         return
+    import time
+
     from ..mcp import ClientSettings
 
     bound = ClientSettings.from_config(system.config).ready_timeout
+    started = time.monotonic()
     system.wait_mcp(bound)
+    waited = time.monotonic() - started
     for name, info in system.mcp_status().items():
         state = info["state"]
         if state in ("ready", "disabled", "closed"):
@@ -133,10 +137,15 @@ def _wait_for_mcp(system: ToolSystem) -> None:
         why = info.get("error") or "still connecting"
         if state == "failed":
             _warn(f"MCP server {name!r} is not used: {why}")
+        elif state == "reconnecting":
+            _warn(
+                f"MCP server {name!r} is not available ({why}); it keeps retrying in the background, but its "
+                "tools are missing from this run"
+            )
         else:
             _warn(
-                f"gave up waiting for MCP server {name!r} after {bound:g} s ({why}); its tools are missing from "
-                "this run (raise [mcp] ready_timeout to wait longer)"
+                f"gave up waiting for MCP server {name!r} after {waited:.1f} s ({why}); its tools are missing "
+                f"from this run (raise [mcp] ready_timeout, now {bound:g} s, to wait longer)"
             )
 
 
