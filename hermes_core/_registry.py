@@ -280,6 +280,7 @@ class ToolRegistry:
         self._lock = threading.RLock()
         self._generation = 0
         self._snapshot: tuple[int, tuple[ToolEntry, ...]] = (0, ())
+        self._by_plugin: dict[str | None, dict[str, ToolEntry]] = {}  # kept as tools come and go
         self.schema_checker = schema_checker
         self.arbiter: Arbiter | None = None  # decides clashes between plugins (set by the plugin host)
 
@@ -372,15 +373,26 @@ class ToolRegistry:
                     err = ToolAlreadyRegistered(entry.name, entry.toolset)
                     log.error("%s", err)
                     raise err
+            if existing is not None:
+                self._unindex(existing)
             self._entries[entry.name] = entry
+            self._by_plugin.setdefault(entry.plugin, {})[entry.name] = entry
             self._generation += 1
         return entry
+
+    def _unindex(self, entry: ToolEntry) -> None:
+        mine = self._by_plugin.get(entry.plugin)
+        if mine is not None and mine.get(entry.name) is entry:
+            del mine[entry.name]
+            if not mine:
+                del self._by_plugin[entry.plugin]
 
     def deregister(self, name: str) -> ToolEntry | None:
         """Remove a tool; returns its entry, or None when it was not registered (nothing changes)."""
         with self._lock:
             entry = self._entries.pop(name, None)
             if entry is not None:
+                self._unindex(entry)
                 self._generation += 1
             return entry
 
@@ -390,6 +402,7 @@ class ToolRegistry:
             gone = [e for e in self._entries.values() if e.toolset == toolset]
             for entry in gone:
                 del self._entries[entry.name]
+                self._unindex(entry)
             if gone:
                 self._generation += 1
             return gone
@@ -419,6 +432,12 @@ class ToolRegistry:
             snap = tuple(self._entries.values())
             self._snapshot = (self._generation, snap)
             return snap
+
+    def entries_of(self, plugin: str | None) -> tuple[ToolEntry, ...]:
+        """The entries registered by ``plugin``, in registration order (costs the plugin's tools, not the
+        registry's: loading stays linear in the number of plugins)."""
+        with self._lock:
+            return tuple(self._by_plugin.get(plugin, {}).values())
 
     def __iter__(self) -> Iterator[ToolEntry]:
         return iter(self.entries())

@@ -327,9 +327,8 @@ class ToolSystem:
         plugin = self.plugins.pm.get_plugin(name)
         if plugin is not None:
             self.plugins.pm.unregister(plugin)
-        for entry in self.registry.entries():
-            if entry.plugin == name:
-                self.registry.deregister(entry.name)
+        for entry in self.registry.entries_of(name):
+            self.registry.deregister(entry.name)
         self.toolsets.remove_plugin(name)
         self.pipeline.refresh_hooks()
 

@@ -7,6 +7,7 @@ One broken plugin never takes the others down: its error is recorded on its ``Pl
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import importlib
 import importlib.util
@@ -25,7 +26,7 @@ import pluggy
 from .. import hookspecs
 from .._trace import trace
 from ..registry import Provenance, ReservedToolName, ToolRegistry, bound_registry, provenance
-from ._dropin import scan_directory
+from ._dropin import ScanVerdict, scan_directory
 from ._entrypoints import EntryPointInfo, discover
 from ._hooks import HookRunner, refusals
 from ._precedence import Arbiter, announce_once, first_party_module, is_first_party_entry_point
@@ -206,7 +207,18 @@ class PluginHost:
         if cache_dir is not None:
             digest = hashlib.blake2b(str(directory.resolve()).encode(), digest_size=8).hexdigest()
             cache_file = cache_dir / f"dropin-{digest}.json"
-        for verdict in scan_directory(directory, cache_file):
+        # The files' objects live as long as the system: the cyclic collector would trace them all again at
+        # each full collection while thousands load (the cost per file grew with the folder); paused meanwhile.
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            self._load_verdicts(scan_directory(directory, cache_file))
+        finally:
+            if paused:
+                gc.enable()
+
+    def _load_verdicts(self, verdicts: Iterable[ScanVerdict]) -> None:
+        for verdict in verdicts:
             name = f"dropin:{verdict.path.stem}"
             record = PluginRecord(
                 name=name, source="drop-in", path=str(verdict.path), module=verdict.path.stem
@@ -255,7 +267,7 @@ class PluginHost:
         if self._refused_quietly(record, before):
             sys.modules.pop(modname, None)
             return
-        record.tools = [e.name for e in self.registry.entries() if e.plugin == record.name]
+        record.tools = [e.name for e in self.registry.entries_of(record.name)]
         marker = f"{hookspecs.PROJECT}_impl"
         if any(hasattr(value, marker) for value in vars(module).values()):
             self._add_to_pm(record, module)
@@ -281,9 +293,8 @@ class PluginHost:
     def _rollback(self, plugin_name: str, generation_before: int) -> None:
         if self.registry.generation == generation_before:
             return
-        for entry in self.registry.entries():
-            if entry.plugin == plugin_name:
-                self.registry.deregister(entry.name)
+        for entry in self.registry.entries_of(plugin_name):
+            self.registry.deregister(entry.name)
 
     @contextlib.contextmanager
     def _registering(self, plugin_name: str) -> Iterator[None]:
@@ -336,7 +347,7 @@ class PluginHost:
             if self._refused_quietly(record, before):
                 self.pm.unregister(step.plugin)
                 continue
-            record.tools = [e.name for e in self.registry.entries() if e.plugin == record.name]
+            record.tools = [e.name for e in self.registry.entries_of(record.name)]
             if self.hooks.trace:
                 trace(f"register_tools {record.name} -> registered {record.tools}")
 
@@ -414,9 +425,8 @@ class PluginHost:
         """Fail the third-party plugins that lost a name to a built-in registered after them."""
         while self.arbiter.evictions:
             eviction = self.arbiter.evictions.pop(0)
-            for entry in self.registry.entries():
-                if entry.plugin == eviction.plugin:
-                    self.registry.deregister(entry.name)
+            for entry in self.registry.entries_of(eviction.plugin):
+                self.registry.deregister(entry.name)
             plugin = self.pm.get_plugin(eviction.plugin)
             if plugin is not None:
                 self.pm.unregister(plugin)
