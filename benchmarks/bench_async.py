@@ -124,7 +124,15 @@ def after_bridge(rounds: int, number: int) -> None:
     base, sub = samples["never bridged"], samples["after a sync bridge"]
     lo, mid = min(sub) / min(base), statistics.median(sub) / statistics.median(base)
     print(line("await acall(), never bridged (CPU)", base, "us", 1000))
-    print(line("await acall(), after a sync bridge", sub, "us", 1000, f"  {lo:.2f}x / {mid:.2f}x (target <= 1.10x)"))
+    print(
+        line(
+            "await acall(), after a sync bridge",
+            sub,
+            "us",
+            1000,
+            f"  {lo:.2f}x / {mid:.2f}x (target <= 1.10x)",
+        )
+    )
     fresh.close()
     bridged.close()
 

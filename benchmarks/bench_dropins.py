@@ -57,7 +57,9 @@ def interleave_loads(
     for r in range(rounds):
         for label in labels[r % len(labels) :] + labels[: r % len(labels)]:
             start = time.perf_counter()
-            out = subprocess.run(commands[label], env=env, cwd=cwd, check=True, capture_output=True, text=True)
+            out = subprocess.run(
+                commands[label], env=env, cwd=cwd, check=True, capture_output=True, text=True
+            )
             walls[label].append((time.perf_counter() - start) * 1000)
             loads[label].append(float(out.stdout.split()[-1]))
     return loads, walls
