@@ -501,3 +501,61 @@ def test_tools_with_odd_names_are_reached_through_call(ws: Path) -> None:
         entry = system.registry.get("read_file")
         assert entry is not None
     assert data["stdout"].splitlines() == ["True sunny", " ".join(entry.description.split())[:40]]
+
+
+# -- the lean start: no site at start-up, the same environment for the script -------------------------
+
+
+def test_script_sees_the_hosts_packages_prefix_and_builtins(system: ToolSystem) -> None:
+    import sys
+
+    code = (
+        "import sys, pluggy, jsonschema\n"
+        "print(sys.prefix)\n"
+        "print(callable(exit), callable(quit), callable(help))\n"
+        "exit(7)\n"
+    )
+    data = _run(system, code)
+    assert data["exit_code"] == 7, data
+    assert data["stdout"].splitlines() == [sys.prefix, "True True True"]
+
+
+def test_runs_share_a_session_folder_that_goes_with_the_session(ws: Path) -> None:
+    system = _load(ws)
+    try:
+        code = "import hermes_tools, os\nprint(os.path.dirname(hermes_tools._PATH))"
+        first = _run(system, code)["stdout"].strip()
+        second = _run(system, code)["stdout"].strip()
+        assert first != second and os.path.dirname(first) == os.path.dirname(second)
+        session_dir = Path(os.path.dirname(first))
+        assert not Path(first).exists() and not Path(second).exists()  # each run's folder goes with it
+        assert sorted(p.name for p in session_dir.iterdir()) == ["_hermes_boot.py"]
+        system.close_session(system.session_id)
+        assert not session_dir.exists()
+    finally:
+        system.close()
+
+
+def test_an_import_that_needs_a_pth_file_runs_site_late(tmp_path: Path) -> None:
+    """The bootstrap itself (no sandbox): a package reachable only through a .pth file in a site directory
+    imports, because an import that finds nothing runs site's .pth processing once."""
+    import subprocess
+    import sys
+
+    from hermes_builtin.tools.execution import _code_sandbox
+
+    site_dir, extra, run = tmp_path / "site", tmp_path / "extra", tmp_path / "run"
+    for folder in (site_dir, extra, run):
+        folder.mkdir()
+    (extra / "late_pkg.py").write_text("VALUE = 42\n")
+    (site_dir / "extra.pth").write_text(f"{extra}\n")
+    (run / "script.py").write_text("import late_pkg\nprint(late_pkg.VALUE)\nimport nothing_at_all\n")
+    boot = tmp_path / "boot.py"
+    source = _code_sandbox.BOOTSTRAP.replace("{site_dirs!r}", repr([str(site_dir)]))
+    boot.write_text(source.replace("{prefixes!r}", repr((sys.prefix, sys.exec_prefix))))
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-B", str(boot), str(run)], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout == "42\n"
+    assert done.returncode == 1 and "No module named 'nothing_at_all'" in done.stderr
+    assert "_hermes_boot" not in done.stderr and "boot.py" not in done.stderr  # no frame of the bootstrap

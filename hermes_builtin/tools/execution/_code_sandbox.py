@@ -1,13 +1,20 @@
 """The child process of ``execute_code``: a bootstrap that sets up paths, then runs the script, in the sandbox.
 
-The child is ``python -I -B -X utf8 <dir>/_hermes_boot.py``, run through the tool system's sandbox
-(``hermes_core.sandbox``): the workspace is its working directory and all it can write, the private
-directory (bootstrap, script, generated ``hermes_tools`` module and the bridge's socket) is visible
-read-only, and the sandbox applies the limits (memory, processes, CPU time, file size), the timeout and
-the output caps to the whole process tree. Isolated mode ignores ``PYTHON*`` variables and the user site,
-and leaves the script's directory off ``sys.path``, so the bootstrap puts the private directory first and
-the workspace last. It flushes the script's output when it is sent SIGTERM and prints tracebacks without
-its own frame.
+The child is ``python -I -S -B -X utf8 <session dir>/_hermes_boot.py <run dir>``, run through the tool system's
+sandbox (``hermes_core.sandbox``): the workspace is its working directory and all it can write, the session's
+private directory (the bootstrap, and per run the script, the generated ``hermes_tools`` module and the bridge's
+socket) is visible read-only, and the sandbox applies the limits (memory, processes, CPU time, file size), the
+timeout and the output caps to the whole process tree. Isolated mode ignores ``PYTHON*`` variables and the user
+site, and leaves the script's directory off ``sys.path``, so the bootstrap puts the run's directory first and
+the workspace last. It flushes the script's output when it is sent SIGTERM and prints tracebacks without its
+own frame.
+
+Start-up is most of what a short script costs, so the bootstrap is lean: ``-S`` skips ``site`` (whose ``.pth``
+files, editable-install finders and distutils hack can cost more than the interpreter's own start) and the
+bootstrap puts the host Python's site-packages on ``sys.path`` itself; an import that still finds nothing runs
+``site``'s ``.pth`` processing once and tries again, so a package that needs it imports as before. ``exit``,
+``quit`` and ``help`` are there as with ``site``. Until a traceback is printed, the bootstrap imports nothing
+the interpreter has not loaded already (``_signal``, not ``signal``, which pulls in ``enum``).
 """
 
 from __future__ import annotations
@@ -17,17 +24,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BOOTSTRAP", "BOOT_NAME", "SCRIPT_NAME", "ScriptLimits", "ScriptRun", "run_script"]
+__all__ = [
+    "BOOTSTRAP",
+    "BOOT_NAME",
+    "SCRIPT_NAME",
+    "ScriptLimits",
+    "ScriptRun",
+    "bootstrap_source",
+    "run_script",
+    "site_dirs",
+]
 
 BOOT_NAME = "_hermes_boot.py"
 SCRIPT_NAME = "script.py"
 
 BOOTSTRAP = r'''"""Bootstrap of an execute_code child: paths, then the script (see hermes_builtin)."""
 import os
-import signal
 import sys
 
 _PID = os.getpid()
+_SITE_DIRS = {site_dirs!r}
+sys.prefix, sys.exec_prefix = {prefixes!r}  # what site would set for a virtual environment
 
 
 def _on_term(signum, frame):
@@ -40,26 +57,64 @@ def _on_term(signum, frame):
     os._exit(128 + signum)
 
 
-def _main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    with open(os.path.join(here, "script.py"), encoding="utf-8") as fh:
-        source = fh.read()
-    signal.signal(signal.SIGTERM, _on_term)
-    sys.path.insert(0, here)
-    sys.path.append(os.getcwd())
-    sys.argv = ["<script>"]
-    import linecache
-    import traceback
-    import types
+class _LateSite:
+    """Last on sys.meta_path: an import nothing else found runs site's .pth processing once, then again."""
 
-    linecache.cache["<script>"] = (len(source), None, source.splitlines(True), "<script>")
-    main = types.ModuleType("__main__")
+    done = False
+
+    def find_spec(self, name, path=None, target=None):
+        if _LateSite.done:
+            return None
+        _LateSite.done = True
+        import site
+
+        for directory in _SITE_DIRS:
+            site.addsitedir(directory)
+        for finder in sys.meta_path:
+            if finder is not self and hasattr(finder, "find_spec"):
+                spec = finder.find_spec(name, path, target)
+                if spec is not None:
+                    return spec
+        return None
+
+
+def _quit(code=None):
+    raise SystemExit(code)
+
+
+def _help(*args, **kwargs):
+    import pydoc
+
+    return pydoc.help(*args, **kwargs)
+
+
+def _main():
+    run = sys.argv[1]
+    with open(os.path.join(run, "script.py"), encoding="utf-8") as fh:
+        source = fh.read()
+    import _signal
+
+    _signal.signal(_signal.SIGTERM, _on_term)
+    sys.path.insert(0, run)
+    sys.path.extend(d for d in _SITE_DIRS if d not in sys.path)
+    sys.path.append(os.getcwd())
+    sys.meta_path.append(_LateSite())
+    import builtins
+
+    builtins.exit = builtins.quit = _quit
+    builtins.help = _help
+    sys.argv = ["<script>"]
+    main = type(sys)("__main__")
     sys.modules["__main__"] = main
     try:
         exec(compile(source, "<script>", "exec", dont_inherit=True), main.__dict__)
     except SystemExit:
         raise
     except BaseException as exc:
+        import linecache
+        import traceback
+
+        linecache.cache["<script>"] = (len(source), None, source.splitlines(True), "<script>")
         tb = exc.__traceback__
         traceback.print_exception(type(exc), exc, tb.tb_next if tb is not None else None)
         sys.exit(1)
@@ -67,6 +122,20 @@ def _main():
 
 _main()
 '''
+
+
+def bootstrap_source() -> str:
+    """The bootstrap for the Python running hermes: its site-packages and prefixes filled in."""
+    prefixes = (sys.prefix, sys.exec_prefix)
+    return BOOTSTRAP.replace("{site_dirs!r}", repr(site_dirs())).replace("{prefixes!r}", repr(prefixes))
+
+
+def site_dirs() -> list[str]:
+    """The site-packages folders of the Python running hermes (what ``site`` adds, before any ``.pth`` file)."""
+    import site
+
+    found = [p for p in site.getsitepackages() if Path(p).is_dir()]
+    return [p for p in sys.path if p in found] + [p for p in found if p not in sys.path]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,19 +167,24 @@ class ScriptRun:
 def run_script(
     sandbox: Any,
     directory: Path,
+    run: Path,
     *,
     cwd: Path,
     limits: ScriptLimits,
     stdout_cap: int,
     stderr_cap: int,
 ) -> ScriptRun:
-    """Run ``directory/script.py`` through the bootstrap in ``sandbox``; never leaves processes behind."""
+    """Run ``run/script.py`` (``run``: a folder in ``directory``, the session's private one) through the
+    bootstrap in ``sandbox``; never leaves processes behind."""
     from hermes_core.sandbox import Limits
 
     boot = directory / BOOT_NAME
-    boot.write_text(BOOTSTRAP, encoding="utf-8")
-    boot.chmod(0o600)
-    argv = [sys.executable, "-I", "-B", "-X", "utf8", str(boot)]
+    if not boot.exists():  # once per session folder; whole or not at all (a concurrent run may be reading)
+        fresh = run / BOOT_NAME
+        fresh.write_text(bootstrap_source(), encoding="utf-8")
+        fresh.chmod(0o600)
+        fresh.replace(boot)
+    argv = [sys.executable, "-I", "-S", "-B", "-X", "utf8", str(boot), str(run)]
     result = sandbox.run(
         argv,
         cwd=cwd,

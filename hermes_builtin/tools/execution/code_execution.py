@@ -138,10 +138,27 @@ def _private_dir() -> Path:
     import tempfile
 
     path = tempfile.mkdtemp(prefix="hermes-code-")
-    if len(path) > 90:  # sun_path holds about 107 bytes
+    if len(path) > 80:  # sun_path holds about 107 bytes, and runs and the socket go beneath
         os.rmdir(path)
         path = tempfile.mkdtemp(prefix="hermes-code-", dir="/tmp")
     return Path(path)
+
+
+def _session_dir(context: CallContext) -> Path:
+    """The conversation's private directory (the bootstrap, and a folder per run), removed with the session.
+
+    The same folder for every run of a session keeps the sandbox's view of a run the same, so it is built once.
+    """
+    import shutil
+
+    def remove(path: Path) -> None:
+        shutil.rmtree(path, ignore_errors=True)
+
+    directory: Path = context.session.stash("execute_code.dir", _private_dir, remove)
+    if not directory.is_dir():  # removed behind our back (a tmp cleaner): a new one
+        context.session.unstash("execute_code.dir")
+        directory = context.session.stash("execute_code.dir", _private_dir, remove)
+    return directory
 
 
 def _notes(
@@ -242,10 +259,13 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
         )
         return outcome.status, outcome.result
 
-    directory = _private_dir()
+    import tempfile
+
+    directory = _session_dir(context)
+    run_dir = Path(tempfile.mkdtemp(prefix="r", dir=directory))
     try:
-        bridge = ToolBridge(directory, runner, allowed, settings["max_tool_calls"])
-        _write_files(directory, code, bridge, host)
+        bridge = ToolBridge(run_dir, runner, allowed, settings["max_tool_calls"])
+        _write_files(run_dir, code, bridge, host)
         limits = ScriptLimits(
             timeout=float(seconds),
             memory_mb=settings["max_memory_mb"],
@@ -257,6 +277,7 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
             run = run_script(
                 sandbox_for(context),
                 directory,
+                run_dir,
                 cwd=Path(context.workspace),
                 limits=limits,
                 stdout_cap=settings["max_stdout_chars"],
@@ -267,7 +288,7 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
         finally:
             busy = bridge.stop()
     finally:
-        shutil.rmtree(directory, ignore_errors=True)
+        shutil.rmtree(run_dir, ignore_errors=True)
     result: dict[str, Any] = {
         "exit_code": run.exit_code,
         "timed_out": run.timed_out,
