@@ -471,7 +471,7 @@ def search_files(
     the same reason), are never searched by the Python engine and never reported by either engine, and the
     answer does not say they exist: a search must not become an oracle on a file ``read_file`` would guard.
     """
-    from ._search import DEFAULT_TIMEOUT, MAX_COLLECT, SearchError, find_content, find_files
+    from ._search import DEFAULT_TIMEOUT, MAX_COLLECT, SearchError, find_content
 
     if not pattern:
         raise ToolError("pattern is empty")
@@ -493,11 +493,10 @@ def search_files(
     }
     try:
         if target == "files":
-            found, _ = find_files(str(root), pattern, **options)
-        elif target == "content":
-            found, _ = find_content(str(root), pattern, **options)
-        else:
+            return _listing_page(context, root, shown_root, pattern, offset, limit, options)
+        if target != "content":
             raise ToolError(f"unknown target {target!r}; use 'content' or 'files'")
+        found, _ = find_content(str(root), pattern, **options)
     except SearchError as exc:
         raise ToolError(str(exc)) from None
     total = len(found)
@@ -519,6 +518,23 @@ def search_files(
     return "\n".join([*lines, footer])
 
 
+def _listing_page(
+    context: CallContext, root: Path, shown_root: str, pattern: str, offset: int, limit: int, options: Any
+) -> str:
+    """One page of a file listing (``_listing``): the walk stops once the page is full."""
+    from ._listing import list_files
+
+    page = list_files(str(root), pattern, offset=offset, limit=limit, **options)
+    if not page.paths:
+        if page.total is not None and offset and offset >= page.total:
+            raise ToolError(f"offset {offset} is past the last result ({page.total} files)")
+        return f"no files for {pattern!r} in {shown_root}"
+    last = offset + len(page.paths)
+    footer = f"[files {offset + 1}-{last}"
+    footer += f" of {page.total}]" if page.total is not None else f"; more follow, next page: offset={last}]"
+    return "\n".join([*(_shown(context, Path(p)) for p in page.paths), footer])
+
+
 def _search_timeout(value: Any, default: float) -> float:
     if value is None:
         return default
@@ -532,35 +548,28 @@ def _search_timeout(value: Any, default: float) -> float:
 def _search_visible(context: CallContext, root: Path) -> Any:
     """A predicate: may a search look at this file? Its own read is allowed, or needs exactly the approval
     the search root already got (searching an approved folder outside the workspace shows its files, not the
-    keys or .env files inside it). Verdicts are cached for the one search."""
-    from hermes_core.security import check_path
+    keys or .env files inside it). One ``PathJudge`` judges the whole search (``check_path``'s verdicts, the
+    protected places computed and each directory resolved once)."""
+    from hermes_core.security import PathJudge
 
     def reason(verdict: Any) -> str:
         return str(verdict.reason).rpartition(": ")[2]
 
+    judge = PathJudge("read", context.workspace)
     try:
-        root_verdict = check_path(root, "read", context.workspace)
+        root_verdict = judge.check(root)
     except ValueError:
         return lambda path: False
     approved_reason = reason(root_verdict) if root_verdict.decision == "ask" else None
-    seen: dict[str, bool] = {}
 
     def visible(path: str) -> bool:
-        known = seen.get(path)
-        if known is not None:
-            return known
         try:
-            verdict = check_path(path, "read", context.workspace)
+            verdict = judge.check(path)
         except ValueError:
-            ok = False
-        else:
-            ok = verdict.decision == "allow" or (
-                verdict.decision == "ask"
-                and approved_reason is not None
-                and reason(verdict) == approved_reason
-            )
-        seen[path] = ok
-        return ok
+            return False
+        return verdict.decision == "allow" or (
+            verdict.decision == "ask" and approved_reason is not None and reason(verdict) == approved_reason
+        )
 
     return visible
 
