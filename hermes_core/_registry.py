@@ -158,6 +158,7 @@ class ToolEntry:
         "handler",
         "handler_style",
         "is_async",
+        "max_argument_chars",
         "max_result_size_chars",
         "name",
         "parallel_safe",
@@ -181,6 +182,7 @@ class ToolEntry:
     description: str
     emoji: str
     max_result_size_chars: int | None
+    max_argument_chars: int | None
     dynamic_schema_overrides: Callable[..., Mapping[str, Any] | None] | None
     parallel_safe: bool
     timeout: float | None
@@ -210,6 +212,7 @@ class ToolEntry:
         origin: Provenance = _NO_PROVENANCE,
         handler_style: str | None = None,
         annotations: Mapping[str, Any] | None = None,
+        max_argument_chars: int | None = None,
     ) -> None:
         self.name = name
         self.toolset = toolset
@@ -224,6 +227,7 @@ class ToolEntry:
         self.description = description if description is not None else str(schema.get("description", ""))
         self.emoji = emoji
         self.max_result_size_chars = max_result_size_chars
+        self.max_argument_chars = max_argument_chars  # None: the config's [limits] max_argument_chars
         self.dynamic_schema_overrides = dynamic_schema_overrides
         self.parallel_safe = parallel_safe
         self.timeout = timeout
@@ -308,6 +312,7 @@ class ToolRegistry:
         replace: bool = False,
         handler_style: str | None = None,
         annotations: Mapping[str, Any] | None = None,
+        max_argument_chars: int | None = None,
     ) -> ToolEntry:
         """Register a tool and return its entry.
 
@@ -327,10 +332,12 @@ class ToolRegistry:
             raise InvalidSchemaError(
                 f"tool {name!r}: handler_style must be 'kwargs' or 'dict', not {handler_style!r}"
             )
-        if max_result_size_chars is not None and (
-            not isinstance(max_result_size_chars, int) or max_result_size_chars <= 0
+        for option, value in (
+            ("max_result_size_chars", max_result_size_chars),
+            ("max_argument_chars", max_argument_chars),
         ):
-            raise InvalidSchemaError(f"tool {name!r}: max_result_size_chars must be a positive int")
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
+                raise InvalidSchemaError(f"tool {name!r}: {option} must be a positive int")
         if self.schema_checker is not None:
             self.schema_checker(name, schema)
         entry = ToolEntry(
@@ -350,6 +357,7 @@ class ToolRegistry:
             origin=_provenance.get(),
             handler_style=handler_style,
             annotations=annotations,
+            max_argument_chars=max_argument_chars,
         )
         return self.add(entry, replace=replace)
 

@@ -253,13 +253,13 @@ def atomic_write_nofollow(
     """``atomic_write`` where no part of ``path`` may be a symbolic link, now or while it writes.
 
     The temporary file is created in the parent's descriptor and renamed over the name inside it, so the data
-    lands in the directory that was checked or nowhere. Returns True when the file existed before.
+    lands in the directory that was checked or nowhere; a text is encoded and written in pieces (streamed to
+    the temporary file). Returns True when the file existed before.
     """
     parts = _parts(path)
     if not parts:
         raise IsADirectoryError(errno.EISDIR, "is a directory", "/")
     name = parts[-1]
-    payload = data.encode(encoding) if isinstance(data, str) else data
     dir_fd = open_dir_nofollow("/" + "/".join(parts[:-1]), create=create_parents)
     try:
         existed = False
@@ -281,7 +281,7 @@ def atomic_write_nofollow(
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600, dir_fd=dir_fd)
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(payload)
+                _write_data(fh, data, encoding)
                 fh.flush()
                 if fsync:
                     os.fsync(fh.fileno())
@@ -297,6 +297,26 @@ def atomic_write_nofollow(
         return existed
     finally:
         os.close(dir_fd)
+
+
+_ENCODE_CHARS = 1 << 20
+
+
+def _write_data(fh: Any, data: bytes | str, encoding: str) -> None:
+    """Write ``data``; a text is encoded a megabyte at a time (a big text never has a second, encoded copy in
+    memory; an encoding error leaves the temporary file to be removed)."""
+    if not isinstance(data, str):
+        fh.write(data)
+        return
+    if len(data) <= _ENCODE_CHARS:
+        fh.write(data.encode(encoding))
+        return
+    import codecs
+
+    encoder = codecs.getincrementalencoder(encoding)()
+    for start in range(0, len(data), _ENCODE_CHARS):
+        fh.write(encoder.encode(data[start : start + _ENCODE_CHARS]))
+    fh.write(encoder.encode("", final=True))
 
 
 def unlink_nofollow(path: str | os.PathLike[str]) -> None:

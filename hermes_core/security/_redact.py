@@ -423,7 +423,9 @@ def _config_style(text: str, start: int, name_quote: str, value_end: int, tight:
 def _assignments(text: str, low: bytes, spans: list[Span]) -> None:
     """Values assigned to secret-looking names (see ``_secret_name``) that are literals, not code."""
     seen: set[int] = set()
-    for _, assigned in _ASSIGNED:  # each pattern is led by its keyword: no separate search for it
+    for keyword, assigned in _ASSIGNED:
+        if keyword not in low:  # (a plain search is faster than the pattern's own when it finds none)
+            continue
         for after in assigned.get().finditer(low):
             end = after.start("cq")
             if end in seen:
@@ -791,8 +793,8 @@ def _collect(text: str, low: bytes) -> list[Span]:
     if "://" in text:
         urls = _URL_PASSWORD.get().finditer(text)
         _add(spans, (m for m in urls if not _PORT_THEN_FRAGMENT.get().match(text, m.start(1))), text, False)
-    for (_, keyword_rule, credential), gate in zip(_KEYWORD_RULES, _KEYWORD_GATES, strict=True):
-        if gate in low:  # each pattern is led by its word: its search is the word's search
+    for (word, keyword_rule, credential), gate in zip(_KEYWORD_RULES, _KEYWORD_GATES, strict=True):
+        if gate in low and word in low:  # a plain search costs less than the pattern's when it finds none
             _add(spans, keyword_rule.get().finditer(low), text, credential)
     _assignments(text, low, spans)
     if b"password" in low and (b"machine" in low or b"default" in low):

@@ -198,3 +198,15 @@ def test_concurrent_registration_is_consistent() -> None:
     assert not errors
     assert len(reg) == 8 * (200 - 67)
     assert reg.generation == 8 * (200 + 67)
+
+
+def test_argument_and_result_caps_must_be_positive_ints() -> None:
+    reg = ToolRegistry()
+    for option in ("max_argument_chars", "max_result_size_chars"):
+        for bad in (0, -5, 1.5, True, "10"):
+            with pytest.raises(InvalidSchemaError, match=option):
+                reg.register(name="t", toolset="ts", schema=schema("t"), handler=print, **{option: bad})
+    entry = reg.register(
+        name="t", toolset="ts", schema=schema("t"), handler=print, max_argument_chars=5_000_000
+    )
+    assert entry.max_argument_chars == 5_000_000 and len(reg) == 1

@@ -3,13 +3,12 @@
 Every path passes the path guard (``context.guard_path``) before it is touched; relative paths are
 relative to the workspace. The resolved path the guard checked is then opened without following any symbolic
 link (``hermes_core.fileio``), so a path swapped for a link after the check fails instead of reaching
-elsewhere. Writes are atomic (temporary file in the same directory, fsync, rename), so a failed or concurrent
-write never leaves a half-written file.
+elsewhere. Writes are atomic (temporary file in the same directory, fsync for files up to ``[plugins.file]
+fsync_mb``, rename), so a failed or concurrent write never leaves a half-written file.
 """
 
 from __future__ import annotations
 
-import io
 import os
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -22,7 +21,9 @@ DEFAULT_LIMIT = 500
 MAX_LIMIT = 2000
 MAX_LINE_CHARS = 2000
 MAX_PAGE_CHARS = 100_000
-HUGE_FILE_BYTES = 256 * 1024 * 1024
+MAX_WRITE_CHARS = (
+    32 * 1024 * 1024
+)  # the arguments of write_file, in characters (16 MB of text with room for JSON)
 
 READ_SCHEMA: dict[str, Any] = {
     "name": "read_file",
@@ -195,15 +196,6 @@ def _write_failure(exc: OSError, shown: str) -> ToolError:
     return ToolError(f"could not write {shown}: {exc.strerror or exc}; the file was left unchanged")
 
 
-def _human(size: int) -> str:
-    value = float(size)
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{int(value)} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} bytes"
-
-
 def _missing(path: Path, shown: str) -> ToolError:
     import difflib
 
@@ -218,22 +210,6 @@ def _missing(path: Path, shown: str) -> ToolError:
     return ToolError(f"file not found: {shown}.{hint}")
 
 
-def _bounded_lines(fh: Any, chunk: int = 1 << 20) -> Any:
-    """Yield ``(line, length)``, holding at most ``chunk`` characters of a very long line in memory."""
-    while True:
-        line = fh.readline(chunk)
-        if not line:
-            return
-        length = len(line.rstrip("\n"))
-        if not line.endswith("\n"):
-            while True:
-                more = fh.readline(chunk)
-                length += len(more.rstrip("\n"))
-                if not more or more.endswith("\n"):
-                    break
-        yield line, length
-
-
 def read_file(path: str, offset: int = 1, limit: int = DEFAULT_LIMIT, *, context: CallContext) -> str:
     """A numbered page of a text file (see ``READ_SCHEMA``)."""
     target = _guarded(context, path, "read")
@@ -245,49 +221,14 @@ def read_file(path: str, offset: int = 1, limit: int = DEFAULT_LIMIT, *, context
 
 
 def _read_page(raw: BinaryIO, target: Path, shown: str, offset: int, limit: int) -> str:
-    from ._fsio import detect_stream
+    from ._paging import PastTheEnd, read_page
 
-    size = os.fstat(raw.fileno()).st_size
-    if size == 0:
-        return f"({shown} is empty)"
     try:
-        found = detect_stream(raw, size, target)
-        raw.seek(0)
+        return read_page(raw, target, shown, offset, limit)
+    except PastTheEnd as end:
+        raise ToolError(f"offset {offset} is past the end of {shown} ({end.total} lines)") from None
     except OSError as exc:
         raise ToolError(f"cannot read {shown}: {exc.strerror or exc}") from None
-    if found.encoding is None:
-        return f"{shown} is a binary file ({found.kind}, {_human(size)}); it cannot be shown as text."
-    page: list[str] = []
-    chars = 0
-    total = 0
-    stopped_early = False
-    with io.TextIOWrapper(raw, encoding=found.encoding, errors="replace", newline=None) as fh:
-        for total, (line, length) in enumerate(_bounded_lines(fh), 1):
-            if offset <= total < offset + limit and not stopped_early:
-                text = line.rstrip("\n")
-                if length > MAX_LINE_CHARS:
-                    text = text[:MAX_LINE_CHARS] + f" ...[line truncated, {length} characters]"
-                entry = f"{total:6d}|{text}"
-                if chars + len(entry) > MAX_PAGE_CHARS and page:
-                    stopped_early = True
-                else:
-                    page.append(entry)
-                    chars += len(entry) + 1
-            elif total >= offset + limit and size > HUGE_FILE_BYTES:
-                total = -1
-                break
-    if total != -1 and offset > total:
-        raise ToolError(f"offset {offset} is past the end of {shown} ({total} lines)")
-    last = offset + len(page) - 1
-    footer = f"[{shown}: lines {offset}-{last}"
-    footer += f" of {total}" if total != -1 else f"; file is {_human(size)}, total lines not counted"
-    if total == -1 or last < total:
-        footer += f"; next page: offset={last + 1}"
-    footer += "]"
-    notes = [footer]
-    if found.note:
-        notes.append(f"[{found.note}]")
-    return "\n".join(page + notes)
 
 
 def write_file(path: str, content: str, *, context: CallContext) -> str:
@@ -296,17 +237,35 @@ def write_file(path: str, content: str, *, context: CallContext) -> str:
 
     target = _guarded(context, path, "write")
     shown = _shown(context, target)
-    try:
-        data = content.encode("utf-8")
+    sync = len(content) <= _fsync_limit(
+        context
+    )  # a big file is renamed into place without waiting for the disk
+    try:  # streamed into the checked directory, or nowhere
+        existed = atomic_write_nofollow(target, content, fsync=sync)
     except UnicodeEncodeError:
         raise ToolError("content contains invalid Unicode (lone surrogates); nothing was written") from None
-    try:
-        existed = atomic_write_nofollow(target, data)  # into the checked directory, or nowhere
     except OSError as exc:
         raise _write_failure(exc, shown) from None
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     verb = "replaced" if existed else "created"
-    return f"{verb} {shown}: {len(data)} bytes, {lines} lines"
+    return f"{verb} {shown}: {_utf8_size(content)} bytes, {lines} lines"
+
+
+def _fsync_limit(context: CallContext) -> float:
+    """Files up to ``[plugins.file] fsync_mb`` megabytes (default 1) are synced to disk before they replace the
+    old one; bigger ones are still written atomically, without waiting for the disk (seconds for a big file)."""
+    value = _config(context).get("fsync_mb", 1)
+    if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+        raise ToolError("[plugins.file] fsync_mb must be a number of megabytes (0: never sync)")
+    return float(value) * 1_000_000
+
+
+def _utf8_size(text: str) -> int:
+    """The size of ``text`` in UTF-8, without a whole encoded copy (ASCII: its length)."""
+    if text.isascii():
+        return len(text)
+    step = 1 << 20
+    return sum(len(text[i : i + step].encode("utf-8", "surrogatepass")) for i in range(0, len(text), step))
 
 
 def _load_text(target: Path, shown: str) -> tuple[str, str]:
@@ -600,6 +559,7 @@ def register(registry: ToolRegistry) -> None:
         handler=write_file,
         emoji="✍️",
         max_result_size_chars=4000,
+        max_argument_chars=MAX_WRITE_CHARS,  # files of many megabytes ([limits.tools.write_file] to change)
     )
     registry.register(
         name="patch",
