@@ -80,18 +80,39 @@ def find_executable(configured: Any) -> str:
 
 
 def playwright_problem() -> str | None:
-    """Why Playwright cannot be used (None when a recent enough version is installed), without importing it."""
-    import importlib.metadata
+    """Why Playwright cannot be used (None when a recent enough version is installed), without importing it
+    (nor ``importlib.metadata``: its version is read from the name of its ``dist-info`` folder)."""
     import importlib.util
 
-    if importlib.util.find_spec("playwright") is None:
+    spec = importlib.util.find_spec("playwright")
+    if spec is None:
         return "Playwright is not installed (pip install 'hermes-tools[browser]')"
-    try:
-        version = importlib.metadata.version("playwright")
-    except importlib.metadata.PackageNotFoundError:
+    version = _installed_version(spec)
+    if version is None:
         return None
     numbers = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
     if numbers < MIN_PLAYWRIGHT:
         need = ".".join(map(str, MIN_PLAYWRIGHT))
         return f"Playwright {version} is too old; hermes-tools needs >= {need} (pip install -U playwright)"
     return None
+
+
+def _installed_version(spec: Any) -> str | None:
+    """The version in ``playwright-<version>.dist-info`` beside the package, else from its metadata."""
+    import os
+
+    for location in spec.submodule_search_locations or ():
+        folder = os.path.dirname(str(location))
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith("playwright-") and name.endswith(".dist-info"):
+                return name[len("playwright-") : -len(".dist-info")]
+    import importlib.metadata
+
+    try:
+        return str(importlib.metadata.version("playwright"))
+    except importlib.metadata.PackageNotFoundError:
+        return None
