@@ -3,9 +3,9 @@
 A listing walks the tree in ripgrep's own order (``rg --files --sort path``: the entries of each directory
 sorted by name, byte for byte, depth first) and stops as soon as it holds the page and one file more: page 1 of
 a tree of 100,000 files costs what its first files cost, not the whole walk, and page 2 starts from the same
-order. Without ripgrep, a walk here in the same order with the same rules (``.gitignore`` files, ``.git``
-skipped, hidden files kept, symbolic links not followed), so both engines list the same files in the same
-order. The total is known when the walk reached the end before the page was full; otherwise the listing says
+order. Without ripgrep, ``_search.walk`` walks in the same order with the same rules (``.gitignore`` files,
+``.git`` skipped, hidden files kept, symbolic links not followed), so both engines list the same files in the
+same order. The total is known when the walk reached the end before the page was full; otherwise the listing says
 more follow.
 
 Which files a caller may see is ``allowed(path)`` (``search_files`` passes a ``hermes_core.security.PathJudge``):
@@ -18,10 +18,9 @@ import os
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 
-from ._gitignore import IgnoreStack
-from ._search import _Deadline, _Filter, _name_filter, _rg_base, _run_rg, rg_available
+from ._search import _Deadline, _Filter, _name_filter, _rg_base, _run_rg, rg_available, walk
 
-__all__ = ["Page", "list_files", "sorted_walk"]
+__all__ = ["Page", "list_files"]
 
 Allowed = Callable[[str], bool]
 
@@ -35,51 +34,6 @@ class Page:
     more: bool
     total: int | None
     engine: str
-
-
-def sorted_walk(root: str, deadline: _Deadline | None = None) -> Iterator[str]:
-    """Every non-ignored regular file below ``root``, in ``rg --files --sort path`` order."""
-    if os.path.isfile(root):
-        yield root
-        return
-    # depth first: a stack of iterators over each open directory's sorted entries
-    stack: list[tuple[Iterator[os.DirEntry[str]], IgnoreStack]] = []
-    rules = IgnoreStack.for_root(root).enter(root)
-    stack.append((_sorted_entries(root), rules))
-    seen = 0
-    while stack:
-        entries, rules = stack[-1]
-        entry = next(entries, None)
-        if entry is None:
-            stack.pop()
-            continue
-        seen += 1
-        if deadline is not None and seen % 256 == 0:
-            deadline.left()
-        if entry.name == ".git":
-            continue
-        try:
-            if entry.is_symlink():
-                continue
-            is_dir = entry.is_dir(follow_symlinks=False)
-        except OSError:
-            continue
-        if rules.ignored(entry.path, is_dir):
-            continue
-        if is_dir:
-            stack.append((_sorted_entries(entry.path), rules.enter(entry.path)))
-        elif entry.is_file(follow_symlinks=False):
-            yield entry.path
-
-
-def _sorted_entries(directory: str) -> Iterator[os.DirEntry[str]]:
-    try:
-        with os.scandir(directory) as found:
-            entries = list(found)
-    except OSError:
-        return iter(())
-    entries.sort(key=lambda e: os.fsencode(e.name))
-    return iter(entries)
 
 
 def list_files(
@@ -108,7 +62,7 @@ def list_files(
         listing: Iterator[str] = (os.fsdecode(p) for p in records)
         used = "rg"
     else:
-        listing = sorted_walk(root, deadline)
+        listing = walk(root, deadline)
         used = "python"
     paths: list[str] = []
     accepted = 0

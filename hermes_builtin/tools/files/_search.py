@@ -118,34 +118,47 @@ class _Filter:
 
 
 def walk(root: str, deadline: _Deadline | None = None) -> Iterator[str]:
-    """Every non-ignored regular file below ``root`` (absolute paths), the fallback engine's walk."""
+    """Every non-ignored regular file below ``root`` (absolute paths), the fallback engine's walk, in ripgrep's
+    own order (``rg --files --sort path``: each directory's entries by name, byte for byte, depth first)."""
     if os.path.isfile(root):
         yield root
         return
-    stack: list[tuple[str, IgnoreStack]] = [(root, IgnoreStack.for_root(root).enter(root))]
+    # depth first: a stack of iterators over each open directory's sorted entries
+    stack = [(_sorted_entries(root), IgnoreStack.for_root(root).enter(root))]
+    seen = 0
     while stack:
-        if deadline is not None:
+        entries, rules = stack[-1]
+        entry = next(entries, None)
+        if entry is None:
+            stack.pop()
+            continue
+        seen += 1
+        if deadline is not None and seen % 256 == 0:
             deadline.left()
-        directory, rules = stack.pop()
+        if entry.name == ".git":
+            continue
         try:
-            entries = list(os.scandir(directory))
+            if entry.is_symlink():
+                continue
+            is_dir = entry.is_dir(follow_symlinks=False)
         except OSError:
             continue
-        for entry in entries:
-            if entry.name == ".git":
-                continue
-            try:
-                if entry.is_symlink():
-                    continue
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            if rules.ignored(entry.path, is_dir):
-                continue
-            if is_dir:
-                stack.append((entry.path, rules.enter(entry.path)))
-            elif entry.is_file(follow_symlinks=False):
-                yield entry.path
+        if rules.ignored(entry.path, is_dir):
+            continue
+        if is_dir:
+            stack.append((_sorted_entries(entry.path), rules.enter(entry.path)))
+        elif entry.is_file(follow_symlinks=False):
+            yield entry.path
+
+
+def _sorted_entries(directory: str) -> Iterator[os.DirEntry[str]]:
+    try:
+        with os.scandir(directory) as found:
+            entries = list(found)
+    except OSError:
+        return iter(())
+    entries.sort(key=lambda e: os.fsencode(e.name))
+    return iter(entries)
 
 
 def _check_pattern(pattern: str) -> None:
