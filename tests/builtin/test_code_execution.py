@@ -529,7 +529,7 @@ def test_runs_share_a_session_folder_that_goes_with_the_session(ws: Path) -> Non
         assert first != second and os.path.dirname(first) == os.path.dirname(second)
         session_dir = Path(os.path.dirname(first))
         assert not Path(first).exists() and not Path(second).exists()  # each run's folder goes with it
-        assert sorted(p.name for p in session_dir.iterdir()) == ["_hermes_boot.py"]
+        assert sorted(p.name for p in session_dir.iterdir()) == ["_hermes_boot.py", "_hermes_runner.py"]
         system.close_session(system.session_id)
         assert not session_dir.exists()
     finally:
@@ -559,3 +559,70 @@ def test_an_import_that_needs_a_pth_file_runs_site_late(tmp_path: Path) -> None:
     assert done.stdout == "42\n"
     assert done.returncode == 1 and "No module named 'nothing_at_all'" in done.stderr
     assert "_hermes_boot" not in done.stderr and "boot.py" not in done.stderr  # no frame of the bootstrap
+
+
+# -- the warm interpreter of a session -------------------------------------------------------------------
+
+_LINEAGE = (
+    "import os\n"
+    "def parent(pid):\n"
+    "    return int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+    "shepherd = os.getppid()\n"
+    "print(parent(shepherd), open(f'/proc/{parent(shepherd)}/cmdline', 'rb').read().count(b'_hermes_runner'))\n"
+)
+
+
+def test_scripts_of_a_session_fork_from_one_warm_interpreter_and_share_nothing(system: ToolSystem) -> None:
+    from hermes_core.sandbox import sandbox_for
+
+    if sandbox_for(system).backend != "bwrap":
+        pytest.skip("the warm interpreter needs the bwrap backend's PID namespace")
+    first = _run(system, _LINEAGE + "import sys\nsys.leftover_state = 1\n")["stdout"].split()
+    second = _run(system, _LINEAGE + "import sys\nprint(hasattr(sys, 'leftover_state'))\n")["stdout"].split()
+    assert first[1] == "1" and first[0] == second[0]  # the same runner forked both
+    assert second[2] == "False"  # each script starts from the runner's clean state, not the last script's
+
+
+def test_a_script_that_kills_its_interpreter_ends_alone(system: ToolSystem) -> None:
+    """A script may kill the warm interpreter of its session: its own run ends, the next one gets a new one."""
+    code = (
+        "import os, signal\n"
+        "for name in os.listdir('/proc'):\n"
+        "    if name.isdigit() and b'_hermes_runner' in open(f'/proc/{name}/cmdline', 'rb').read():\n"
+        "        os.kill(int(name), signal.SIGKILL)\n"
+        "import time\ntime.sleep(5)\n"
+    )
+    started = time.monotonic()
+    data = _run(system, code)
+    assert time.monotonic() - started < 4 and data["exit_code"] != 0
+    assert _run(system, "print('next')")["stdout"] == "next\n"
+
+
+def test_calls_at_once_in_one_session_all_run(system: ToolSystem) -> None:
+    results: list[dict[str, Any]] = []
+    threads = [
+        threading.Thread(
+            target=lambda i=i: results.append(_run(system, f"import time\ntime.sleep(0.3)\nprint({i})"))
+        )
+        for i in range(3)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(r["stdout"] for r in results) == ["0\n", "1\n", "2\n"]  # one warm, the others the cold way
+
+
+def test_without_a_pid_namespace_scripts_run_the_cold_way(ws: Path) -> None:
+    """No warm interpreter where the runner could not tell its runs' processes from the host's (no PID
+    namespace): no ancestor of the script is a runner."""
+    code = (
+        "import os\n"
+        "pid, found = os.getpid(), 0\n"
+        "for _ in range(4):\n"
+        "    pid = int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+        "    found += open(f'/proc/{pid}/cmdline', 'rb').read().count(b'_hermes_runner')\n"
+        "print(found)\n"
+    )
+    with _load(ws, {"sandbox": {"backend": "none"}}) as system:
+        assert [_run(system, code)["stdout"] for _ in range(2)] == ["0\n", "0\n"]

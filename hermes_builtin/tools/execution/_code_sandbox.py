@@ -33,6 +33,7 @@ __all__ = [
     "bootstrap_source",
     "run_script",
     "site_dirs",
+    "write_bootstrap",
 ]
 
 BOOT_NAME = "_hermes_boot.py"
@@ -124,6 +125,18 @@ _main()
 '''
 
 
+def write_bootstrap(directory: Path, run: Path) -> Path:
+    """The bootstrap in the session's folder ``directory``, written once, whole or not at all (a concurrent run
+    may be reading it), by way of the run's folder ``run``."""
+    boot = directory / BOOT_NAME
+    if not boot.exists():
+        fresh = run / BOOT_NAME
+        fresh.write_text(bootstrap_source(), encoding="utf-8")
+        fresh.chmod(0o600)
+        fresh.replace(boot)
+    return boot
+
+
 def bootstrap_source() -> str:
     """The bootstrap for the Python running hermes: its site-packages and prefixes filled in."""
     prefixes = (sys.prefix, sys.exec_prefix)
@@ -178,12 +191,7 @@ def run_script(
     bootstrap in ``sandbox``; never leaves processes behind."""
     from hermes_core.sandbox import Limits
 
-    boot = directory / BOOT_NAME
-    if not boot.exists():  # once per session folder; whole or not at all (a concurrent run may be reading)
-        fresh = run / BOOT_NAME
-        fresh.write_text(bootstrap_source(), encoding="utf-8")
-        fresh.chmod(0o600)
-        fresh.replace(boot)
+    boot = write_bootstrap(directory, run)
     argv = [sys.executable, "-I", "-S", "-B", "-X", "utf8", str(boot), str(run)]
     result = sandbox.run(
         argv,

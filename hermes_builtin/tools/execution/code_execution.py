@@ -3,7 +3,8 @@
 The script runs in a child Python (``-I`` isolated mode, see ``_code_sandbox``) in the tool system's
 sandbox (``hermes_core.sandbox``): the workspace is all it can write, the host's secrets and processes are
 out of reach, its environment is scrubbed, and memory, CPU time, file size, processes, a wall-clock
-timeout and stdout/stderr caps apply to its whole process tree. It reaches the
+timeout and stdout/stderr caps apply to its whole process tree. With bwrap, a session's scripts are forks of
+one warm interpreter inside the walls (``_code_warm``); otherwise each gets a sandbox and a Python of its own. It reaches the
 tools through a generated ``hermes_tools`` module over a private Unix socket (``_code_bridge``); every
 such call goes through the caller's pipeline (validation, hooks, guards, approvals), limited to the tools
 enabled for the model in this conversation, minus ``execute_code`` and ``clarify``.
@@ -227,6 +228,7 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
 
     from ._code_bridge import ToolBridge
     from ._code_sandbox import ScriptLimits, run_script
+    from ._code_warm import warm_runner
 
     host = context.host
     if host is None:
@@ -273,16 +275,13 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
             file_mb=settings["max_file_mb"],
         )
         bridge.start()
-        try:
-            run = run_script(
-                sandbox_for(context),
-                directory,
-                run_dir,
-                cwd=Path(context.workspace),
-                limits=limits,
-                stdout_cap=settings["max_stdout_chars"],
-                stderr_cap=settings["max_stderr_chars"],
-            )
+        sandbox = sandbox_for(context)
+        caps = {"stdout_cap": settings["max_stdout_chars"], "stderr_cap": settings["max_stderr_chars"]}
+        cwd = Path(context.workspace)
+        try:  # the session's warm interpreter, else a sandbox and a Python of its own (see _code_warm)
+            run = warm_runner(context).run(sandbox, directory, run_dir, cwd=cwd, limits=limits, **caps)
+            if run is None:
+                run = run_script(sandbox, directory, run_dir, cwd=cwd, limits=limits, **caps)
         except OSError as exc:
             raise ToolError(f"could not start Python: {exc.strerror or exc}") from None
         finally:

@@ -1,0 +1,197 @@
+"""A warm interpreter per ``execute_code`` session: one sandboxed Python that forks a child per script.
+
+The first script of a session starts ``_code_runner`` in the tool system's sandbox, with the same walls a
+script gets (the workspace, the session's private folder read-only, the network choice of ``execute_code``)
+and the session's limits on the whole tree (memory, processes, file size); later scripts are one request each.
+A run then costs a fork, not a new sandbox and a new Python: where ``python -c`` takes ten milliseconds, the
+sandbox's launch chain (cgroup, bwrap, prlimit) and a fresh interpreter took twice that, and under a loaded
+machine each of those processes waits its turn.
+
+What a run is promised stays the same (see ``_code_runner``): its own session and limits, the deadline, at most
+``max_processes`` processes, and nothing left running after it. Used only where the sandbox gives the runner a
+PID namespace of its own (bwrap); elsewhere, and when the runner is busy with another call of the same session,
+a script runs the cold way (``_code_sandbox.run_script``). A runner that fails or is interrupted (a pipeline
+timeout) is ended with its whole tree; the next script starts a new one.
+
+Scripts of one session share the runner: a script could signal or trace it and so tamper with the later scripts
+of the same conversation (never with anything outside the walls, nor with another session).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import select
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ._code_sandbox import BOOT_NAME, ScriptLimits, ScriptRun, write_bootstrap
+
+__all__ = ["WarmRunner", "warm_runner"]
+
+STASH_KEY = "execute_code.runner"
+_RUNNER = Path(__file__).with_name("_code_runner.py")
+RUNNER_NAME = "_hermes_runner.py"
+_MARGIN = 5.0  # seconds past the run's own deadline before the runner is presumed stuck
+
+
+class WarmRunner:
+    """The runner of one session (see the module docstring); ``run()`` returns None when it cannot serve."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: Any = None
+        self._key: tuple[Any, ...] = ()
+        self._buffer = b""
+
+    def run(
+        self,
+        sandbox: Any,
+        directory: Path,
+        run: Path,
+        *,
+        cwd: Path,
+        limits: ScriptLimits,
+        stdout_cap: int,
+        stderr_cap: int,
+    ) -> ScriptRun | None:
+        """Run ``run/script.py`` in the warm interpreter; None when it cannot (then run it the cold way)."""
+        if getattr(sandbox, "backend", "") != "bwrap" or not self._lock.acquire(blocking=False):
+            return None
+        try:
+            write_bootstrap(directory, run)
+            key = (
+                id(sandbox),
+                str(cwd),
+                str(directory),
+                limits.memory_mb,
+                limits.max_processes,
+                limits.file_mb,
+            )
+            if self._proc is None or self._proc.poll() is not None or key != self._key:
+                self._stop()
+                self._start(sandbox, directory, cwd, limits)
+                self._key = key
+            request = {
+                "run": str(run),
+                "cwd": str(cwd),
+                "timeout": limits.timeout,
+                "grace": 1.0,
+                "rlimits": _rlimits(limits),
+                "max_processes": limits.max_processes,
+                "stdout_cap": stdout_cap,
+                "stderr_cap": stderr_cap,
+            }
+            try:
+                reply = self._ask(request, limits.timeout + 1.0 + _MARGIN)
+            except BaseException:  # a pipeline timeout, a broken pipe: the runner and its tree go
+                self._stop()
+                raise
+            if reply is None:  # the runner ended (the script ended it) or got stuck
+                self._stop()
+                return ScriptRun(-9, "", "", 0, 0, False, False, False, "", 0.0)
+            return ScriptRun(
+                exit_code=reply["exit_code"],
+                stdout=reply["stdout"],
+                stderr=reply["stderr"],
+                stdout_omitted=reply["stdout_omitted"],
+                stderr_omitted=reply["stderr_omitted"],
+                timed_out=reply["timed_out"],
+                too_many_processes=reply["too_many_processes"],
+                leftovers_killed=reply["leftovers_killed"],
+                kill_note=reply["kill_note"],
+                duration=reply["duration"],
+            )
+        finally:
+            self._lock.release()
+
+    def _start(self, sandbox: Any, directory: Path, cwd: Path, limits: ScriptLimits) -> None:
+        from hermes_core.sandbox import Limits
+
+        boot = directory / BOOT_NAME
+        runner = directory / RUNNER_NAME  # beside the bootstrap: the package itself may not be visible inside
+        if not runner.exists():
+            fresh = directory / f".{RUNNER_NAME}.{os.getpid()}.{threading.get_ident()}"
+            fresh.write_text(_RUNNER.read_text(encoding="utf-8"), encoding="utf-8")
+            fresh.chmod(0o600)
+            fresh.replace(runner)
+        self._buffer = b""
+        self._proc = sandbox.start(
+            [sys.executable, "-I", "-S", "-B", "-X", "utf8", str(runner), str(boot)],
+            cwd=cwd,
+            workspace=cwd,
+            limits=Limits(
+                memory_mb=limits.memory_mb,
+                # room above the run's limit (the runner counts and ends a run past it) for the runner, the
+                # namespace's init, and what a fork bomb starts before the next count; a hard stop all the same
+                max_processes=2 * limits.max_processes + 2,
+                max_file_mb=limits.file_mb,
+            ),
+            tool="execute_code",
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            read_only=[directory],
+            background=True,
+        )
+
+    def _ask(self, request: dict[str, Any], wait: float) -> dict[str, Any] | None:
+        proc = self._proc
+        proc.popen.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
+        proc.popen.stdin.flush()
+        fd = proc.popen.stdout.fileno()
+        deadline = time.monotonic() + wait
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            # short waits: an interruption of this thread (the pipeline's timeout) lands between two of them
+            ready, _, _ = select.select([fd], [], [], min(left, 0.1))
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    def _stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            try:
+                proc.terminate(0)
+            finally:
+                proc.release()
+
+    def close(self) -> None:
+        """End the runner and everything it started (the session ends)."""
+        with self._lock:
+            self._stop()
+
+
+_MIB = 1024 * 1024
+
+
+def _rlimits(limits: ScriptLimits) -> list[tuple[int, int]]:
+    """The rlimits of one run: what the sandbox gives a call's processes (no core files; data and address space
+    from the memory limit; CPU time a little over the timeout; file size)."""
+    out = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_CPU, int(limits.timeout) + 5)]
+    if limits.memory_mb:
+        out.append((resource.RLIMIT_DATA, limits.memory_mb * _MIB))
+        out.append((resource.RLIMIT_AS, max(limits.memory_mb * 4, limits.memory_mb + 2048) * _MIB))
+    if limits.file_mb:
+        out.append((resource.RLIMIT_FSIZE, limits.file_mb * _MIB))
+    return out
+
+
+def warm_runner(context: Any) -> WarmRunner:
+    """The session's runner (made on first use, ended with the session)."""
+    runner: WarmRunner = context.session.stash(STASH_KEY, WarmRunner, WarmRunner.close)
+    return runner
