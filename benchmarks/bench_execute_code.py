@@ -1,8 +1,8 @@
 """``execute_code "print(1)"`` through the whole pipeline in a warm session, against ``python -c "print(1)"``.
 
 The baseline is a fresh ``python -c "print(1)"`` of the same interpreter, unsandboxed; the subject is the tool in
-a session that has run a script before (its private folder, bootstrap and the sandbox's view exist): the child
-Python, its sandbox (bwrap where available), the bridge socket and the result, all included. The two alternate
+a session that has run a script before (its private folder, bootstrap and, with bwrap, its warm interpreter
+inside the walls exist): the script's process, the bridge socket, the pipeline and the result, all included. The two alternate
 call after call. Target: at most 1.5x ``python -c``. Run: ``python benchmarks/bench_execute_code.py [rounds]``.
 """
 
