@@ -64,6 +64,7 @@ def bench(session: nox.Session) -> None:
         "bench_async.py",
         "bench_redact.py",
         "bench_sandbox.py",
+        "bench_environment.py",
         "bench_dropins.py",
         "bench_listing.py",
         "bench_files.py",
@@ -71,3 +72,7 @@ def bench(session: nox.Session) -> None:
     ):
         session.run("python", f"benchmarks/{script}")
     session.run("python", "benchmarks/bench_agent.py")
+    session.install(
+        "bpe-openai"
+    )  # counts the tool-search figures' tokens with o200k as well as estimating them
+    session.run("python", "benchmarks/bench_tool_search.py")

@@ -86,3 +86,14 @@ def line(label: str, values: Sequence[float], unit: str, scale: float = 1.0, ext
 def ratio(subject: Sequence[float], baseline: Sequence[float]) -> tuple[float, float]:
     """``(min ratio, median ratio)`` of two sample lists."""
     return min(subject) / min(baseline), statistics.median(subject) / statistics.median(baseline)
+
+
+def rounds_and_baseline(argv: Sequence[str]) -> tuple[list[int], str | None]:
+    """``[rounds]`` and the ``--baseline PYTHON`` (another install to measure beside this one) of a command line."""
+    args = list(argv)
+    baseline = None
+    if "--baseline" in args:
+        at = args.index("--baseline")
+        baseline = args[at + 1]
+        del args[at : at + 2]
+    return [int(a) for a in args[:1]], baseline

@@ -9,7 +9,9 @@ interleaved round after round (min and median printed):
 The metaschema check of an unseen schema is also timed in-process, side by side with jsonschema's
 ``check_schema`` (the check before), interleaved. Targets: first definitions <= 5 ms, repeated <= 5 us,
 10,000 registrations <= 100 ms, an unseen schema checked >= 20x faster than jsonschema.
-Run: ``python benchmarks/bench_definitions.py [rounds]``.
+``--baseline PYTHON`` also times the first ``definitions(enabled=["hermes-core"])`` of another install (a venv
+with an earlier version) in the same interleaved rounds, beside this one's.
+Run: ``python benchmarks/bench_definitions.py [rounds] [--baseline PYTHON]``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _util import interleave, line, ratio
+from _util import interleave, line, ratio, rounds_and_baseline
 
 CHILD = "--child"
 
@@ -47,14 +49,15 @@ def child(kind: str, home: str) -> None:
     """One sample, printed as a number on stdout."""
     os.environ["HERMES_HOME"] = home
     os.environ["HERMES_LOAD_PLUGINS"] = "builtin"
-    if kind in ("first", "repeated"):
+    if kind in ("first", "repeated", "first-core"):
         from hermes_core import ToolSystem
 
         system = ToolSystem.load(plugins_dir=False)
+        toolset = "hermes-core" if kind == "first-core" else "hermes-cli"
         start = time.perf_counter()
-        system.definitions(enabled=["hermes-cli"])
+        system.definitions(enabled=[toolset])
         first = (time.perf_counter() - start) * 1000
-        if kind == "first":
+        if kind in ("first", "first-core"):
             print(first)
             return
         n = 20_000
@@ -111,18 +114,26 @@ def unseen_in_process(rounds: int) -> None:
     )
 
 
-def main(rounds: int = 9) -> None:
+def main(rounds: int = 9, baseline: str | None = None) -> None:
     home = tempfile.mkdtemp(prefix="hermes-bench-")
-    me = [sys.executable, __file__, CHILD]
+    other = tempfile.mkdtemp(prefix="hermes-bench-base-")
     env = {**os.environ, "HERMES_HOME": home}
 
     def sample(kind: str) -> float:
-        out = subprocess.run([*me, kind, home], env=env, check=True, capture_output=True, text=True).stdout
+        python, where = (
+            (baseline, other) if kind == "base-first-core" and baseline else (sys.executable, home)
+        )
+        child_kind = "first-core" if kind == "base-first-core" else kind
+        argv = [python, __file__, CHILD, child_kind, where]
+        out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True).stdout
         return float(out.strip().splitlines()[-1])
 
     sample("prepare")  # the warm verdict cache a previous start leaves behind
     sample("first")  # the entry-point cache and bytecode, as on any second start
     kinds = ["first", "repeated", "warm", "bare", "unseen", "resolve"]
+    if baseline:
+        sample("base-first-core")
+        kinds += ["first-core", "base-first-core"]
     results: dict[str, list[float]] = {k: [] for k in kinds}
     for r in range(rounds):
         for kind in kinds[r % len(kinds) :] + kinds[: r % len(kinds)]:
@@ -130,6 +141,9 @@ def main(rounds: int = 9) -> None:
     print(f"{rounds} rounds, each sample a fresh process")
     print(line("definitions(hermes-cli), first call", results["first"], "ms", extra="  (target <= 5 ms)"))
     print(line("definitions(hermes-cli), repeated", results["repeated"], "us", extra="  (target <= 5 us)"))
+    if baseline:
+        print(line("definitions(hermes-core), first call", results["first-core"], "ms"))
+        print(line(f"  the same, {baseline}", results["base-first-core"], "ms"))
     print(line("register 10,000, no schema check", results["bare"], "ms"))
     print(line("register 10,000, with schema check", results["warm"], "ms", extra="  (target <= 100 ms)"))
     per_tool = [ms * 1000 / 2000 for ms in results["unseen"]]
@@ -158,4 +172,5 @@ if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == CHILD:
         child(sys.argv[2], sys.argv[3])
     else:
-        main(*(int(a) for a in sys.argv[1:2]))
+        rounds, base = rounds_and_baseline(sys.argv[1:])
+        main(*rounds, baseline=base)

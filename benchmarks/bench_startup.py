@@ -4,8 +4,11 @@
 previous start leaves) and the load with cold caches (removed before each of its runs) alternate round after
 round; each prints min and median, and the difference to bare Python; then the load plus the first
 ``definitions(enabled=["all"])`` (every tool's check runs: their first imports). Targets: a warm start, and a
-warm start with the first definitions, each at most 100 ms more than ``python -c pass``. Measure a non-editable install (``pip install .``), as users get it.
-Run: ``python benchmarks/bench_startup.py [rounds]``.
+warm start with the first definitions, each at most 100 ms more than ``python -c pass``. Measure a non-editable
+install (``pip install .``), as users get it.
+``--baseline PYTHON`` adds the warm load of another install (a venv with an earlier version) to the same
+interleaved rounds, with its own home and drop-in folder, and prints the ratio of the two.
+Run: ``python benchmarks/bench_startup.py [rounds] [--baseline PYTHON]``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _util import interleave_processes, line, run_ms
+from _util import interleave_processes, line, rounds_and_baseline, run_ms
 
 PLUGIN = """
 from hermes_core import registry
@@ -46,25 +49,39 @@ LOAD_DEFINITIONS = (
 )
 
 
-def main(rounds: int = 15) -> None:
+def _home() -> Path:
     home = Path(tempfile.mkdtemp(prefix="hermes-bench-"))
     plugins = home / "plugins"
     plugins.mkdir()
     for i in range(100):
         (plugins / f"plugin_{i:03d}.py").write_text(PLUGIN.format(i=i))
+    return home
+
+
+def main(rounds: int = 15, baseline: str | None = None) -> None:
+    home = _home()
     env = {**os.environ, "HERMES_HOME": str(home), "HERMES_LOAD_PLUGINS": "builtin"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # a user's machine keeps bytecode; both sides get the same
     python = sys.executable
     scratch = str(home)  # not the source tree: python -c puts the cwd first on sys.path
 
+    commands = {
+        "bare": [python, "-c", "pass"],
+        "warm": [python, "-c", LOAD],
+        "cold": [python, "-c", LOAD],
+        "definitions": [python, "-c", LOAD_DEFINITIONS],
+    }
+    other = _home() if baseline else None
+    if baseline and other:  # the other install keeps its caches in its own home
+        commands["baseline"] = [
+            baseline,
+            "-c",
+            f"import os; os.environ['HERMES_HOME'] = {str(other)!r}; {LOAD}",
+        ]
+        run_ms(commands["baseline"], env, 2, scratch)
     run_ms([python, "-c", LOAD], env, 2, scratch)  # write bytecode and the caches
     samples = interleave_processes(
-        {
-            "bare": [python, "-c", "pass"],
-            "warm": [python, "-c", LOAD],
-            "cold": [python, "-c", LOAD],
-            "definitions": [python, "-c", LOAD_DEFINITIONS],
-        },
+        commands,
         env,
         rounds,
         scratch,
@@ -88,8 +105,26 @@ def main(rounds: int = 15) -> None:
                 extra=f"  over bare: min +{min(extra):.1f} median +{statistics.median(extra):.1f} ms{target}",
             )
         )
+    if baseline and other:
+        base = samples["baseline"]
+        extra = [s - b for s, b in zip(base, bare, strict=True)]
+        print(
+            line(
+                f"baseline warm load ({baseline})",
+                base,
+                "ms",
+                extra=f"  over bare: min +{min(extra):.1f} median +{statistics.median(extra):.1f} ms",
+            )
+        )
+        warm = samples["warm"]
+        print(
+            f"{'warm load / baseline':38s}: min {min(warm) / min(base):.3f}x  median "
+            f"{statistics.median(warm) / statistics.median(base):.3f}x"
+        )
+        shutil.rmtree(other, ignore_errors=True)
     shutil.rmtree(home, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:2]))
+    rounds, base = rounds_and_baseline(sys.argv[1:])
+    main(*rounds, baseline=base)

@@ -21,9 +21,11 @@ blocked = ["hermes-weather"]
 [plugins.ratelimit]               # each plugin's own section, read with CallContext.plugin_config()
 redis_url = { env = "RATELIMIT_REDIS_URL" }   # secrets may point at an env var or a file
 [approvals]                       # see hermes_core.security: policy and the "always" allowlist
-[sandbox]                         # where commands run: see hermes_core.sandbox
+[sandbox]                         # the walls of local commands: see hermes_core.sandbox
 backend = "auto"                  # auto | bwrap | landlock | none
 network = "on"
+[environment]                     # where a session's commands and files live: see hermes_core.environments
+kind = "local"                    # local | container | ssh | a plugin's kind
 [mcp.servers.files]
 command = "mcp-server-files"
 args = ["--root", "."]
@@ -61,7 +63,17 @@ _SHAPE: dict[str, Any] = {
         "disabled": _LIST_OF_STR,
         "custom": {"*": {"tools": _LIST_OF_STR, "includes": _LIST_OF_STR, "description": str}},
     },
-    "tools": {"disabled": _LIST_OF_STR, "check_ttl": _NUM, "check_timeout": _NUM, "override": {"*": str}},
+    "tools": {
+        "disabled": _LIST_OF_STR,
+        "check_ttl": _NUM,
+        "check_timeout": _NUM,
+        "override": {"*": str},
+        "search": str,  # auto | on | off: defer tools behind tool_search past the budget
+        "search_budget": int,  # tokens of definitions sent per turn when deferring
+        "search_core": _LIST_OF_STR,  # toolsets or tools always sent
+        "search_native": bool,  # Anthropic: its own defer_loading and tool search tool
+        "search_ranker": (str, list),  # a ranker's name, or several fused
+    },
     "limits": {
         "max_result_chars": int,
         "timeout": _NUM,
@@ -113,15 +125,26 @@ _SHAPE: dict[str, Any] = {
     "agent": {"toolsets": _LIST_OF_STR, "max_turns": int, "system_prompt": str},
     "sandbox": {
         "backend": str,
-        "network": str,
+        "network": (str, dict),
+        "unix_sockets": bool,
+        "host_run": _LIST_OF_STR,
         "pass_env": _LIST_OF_STR,
         "env": dict,
         "read_only": _LIST_OF_STR,
         "read_write": _LIST_OF_STR,
         "home_toolchains": _LIST_OF_STR,
-        "limits": {"memory_mb": int, "max_processes": int, "cpu_seconds": int, "max_file_mb": int},
+        "limits": {
+            "memory_mb": int,
+            "max_processes": int,
+            "cpu_seconds": int,
+            "max_file_mb": int,
+            "max_output_mb": int,
+            "min_free_mb": int,
+        },
         "tools": {"*": {"network": str}},
     },
+    # where a session's commands and files live (see hermes_core.environments); each kind reads its own table
+    "environment": {"kind": str, "container": dict, "ssh": dict, "*": dict},
 }
 
 
@@ -134,6 +157,8 @@ def _type_name(shape: Any) -> str:
         return "a table"
     if shape == (str, dict):
         return 'a string or a table such as { env = "VAR" }'
+    if shape == (str, list):
+        return "a string or a list of strings"
     return {str: "a string", int: "an integer", bool: "true or false"}.get(shape, str(shape))
 
 

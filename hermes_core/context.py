@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from .errors import ToolError
 
 if TYPE_CHECKING:
+    from .environments import Environment
     from .host import AskUser, Host
     from .session import Session
 
@@ -62,7 +63,8 @@ class CallContext:
     """Who is calling and how to reach the user; handlers opt in with a ``context`` parameter.
 
     ``host`` is the tool system as tools see it (``hermes_core.host.Host``: config, stash, sessions, calls
-    through the pipeline); ``session`` this conversation's state. ``guard_command`` and ``guard_path`` run the
+    through the pipeline); ``session`` this conversation's state; ``environment`` where its commands and files
+    live. ``guard_command`` and ``guard_path`` run the
     security layer and the approval flow: they return when the action may go ahead and raise ``ApprovalDenied``
     (a ``ToolError``) when it may not. ``approver`` is the approver of this call when its caller brought one
     (an MCP client, a chat UI), else None: the system's approver decides.
@@ -125,6 +127,14 @@ class CallContext:
         from .session import Session
 
         return Session(self.session_id)
+
+    @property
+    def environment(self) -> Environment:
+        """This call's session environment (``hermes_core.environments.environment_for(context)``): where its
+        commands and file operations happen, made on first use and closed with the session."""
+        from .environments import environment_for
+
+        return environment_for(self)
 
     @property
     def can_ask_user(self) -> bool:

@@ -129,16 +129,17 @@ class CallOutcome:
 class Unavailable:
     """What a check returns to hide its tool with a reason; ``by_design`` marks a tool that is meant to be hidden
     in this setting (the host did not provide what it needs), which ``hermes plugins doctor`` does not report
-    as a problem."""
+    as a problem; ``fix`` is the one-line remedy the doctor shows (a generic one when empty)."""
 
-    __slots__ = ("by_design", "reason")
+    __slots__ = ("by_design", "fix", "reason")
 
-    def __init__(self, reason: str, *, by_design: bool = False) -> None:
+    def __init__(self, reason: str, *, by_design: bool = False, fix: str = "") -> None:
         self.reason = reason
         self.by_design = by_design
+        self.fix = fix
 
     def __bool__(self) -> bool:
         return False
 
     def __repr__(self) -> str:
-        return f"Unavailable({self.reason!r}, by_design={self.by_design})"
+        return f"Unavailable({self.reason!r}, by_design={self.by_design}, fix={self.fix!r})"

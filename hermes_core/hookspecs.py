@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from .context import CallContext
     from .decisions import CallOutcome
+    from .environments import Environment
     from .registry import ToolEntry, ToolRegistry
+    from .selection.ranking import Ranker, ToolDoc
     from .system import ToolSystem
 
 PROJECT = "hermes"
@@ -18,8 +23,9 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 @hookspec
-def register_tools(registry: ToolRegistry) -> None:
-    """Register this plugin's tools with ``registry.register(...)``."""
+def register_tools(registry: ToolRegistry) -> Mapping[str, str] | None:
+    """Register this plugin's tools with ``registry.register(...)``; a plugin made of independent parts may return
+    ``{part: reason}`` for those that failed alone (recorded on its ``PluginRecord.failed_units``)."""
 
 
 @hookspec
@@ -56,5 +62,17 @@ def register_commands(cli: Any) -> None:
 
 
 @hookspec
+def register_environments() -> dict[str, type[Environment]] | None:
+    """Return environment kinds: ``{name: Environment subclass}``, chosen with ``[environment] kind = name``."""
+
+
+@hookspec
 def on_agent_message(system: ToolSystem, session_id: str, message: dict[str, Any]) -> None:
     """Observe each message an agent loop adds to a conversation (user, assistant, tool). Raising is logged."""
+
+
+@hookspec
+def register_tool_rankers() -> dict[str, Callable[[Sequence[ToolDoc]], Ranker]] | None:
+    """Return rankers for ``tool_search`` by name: ``{name: factory}``, where ``factory(docs)`` makes an object
+    whose ``search(query, limit)`` returns ``(tool name, score)`` pairs, best first. ``[tools] search_ranker``
+    chooses one (or fuses several)."""

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .decisions import CallOutcome
     from .plugins._hooks import HookRunner
     from .registry import ToolEntry
+    from .selection.deferral import SearchResult
     from .session import Session
     from .system import ToolSystem
 
@@ -83,7 +84,22 @@ class Host(Protocol):
         disabled_tools: Names = None,
         *,
         format: str = "openai",
+        search: str | None = None,
+        session_id: str | None = None,
     ) -> list[dict[str, Any]]: ...
+
+    def search_tools(
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        enabled: Names = None,
+        disabled: Names = None,
+        session_id: str | None = None,
+        available: frozenset[str] | None = None,
+        load: bool = True,
+        everything: bool = False,
+    ) -> SearchResult: ...
 
     def call_outcome(
         self,
@@ -204,8 +220,35 @@ class SystemHost:
         disabled_tools: Names = None,
         *,
         format: str = "openai",
+        search: str | None = None,
+        session_id: str | None = None,
     ) -> list[dict[str, Any]]:
-        return self._system.definitions(enabled, disabled, disabled_tools, format=format)
+        return self._system.definitions(
+            enabled, disabled, disabled_tools, format=format, search=search, session_id=session_id
+        )
+
+    def search_tools(
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        enabled: Names = None,
+        disabled: Names = None,
+        session_id: str | None = None,
+        available: frozenset[str] | None = None,
+        load: bool = True,
+        everything: bool = False,
+    ) -> SearchResult:
+        return self._system.search_tools(
+            query,
+            limit=limit,
+            enabled=enabled,
+            disabled=disabled,
+            session_id=session_id,
+            available=available,
+            load=load,
+            everything=everything,
+        )
 
     def call_outcome(
         self,

@@ -18,6 +18,7 @@ from .plugins._hooks import HookRunner
 from .registry import ToolEntry, ToolRegistry
 from .schema import SchemaChecker
 from .selection import ALL, Availability, Names, Selector, Toolsets, names_key
+from .selection.deferral import Deferral, LoadedTools, SearchResult, SearchSettings
 from .session import Session, Sessions
 from .stash import Stash
 
@@ -27,6 +28,7 @@ log = logging.getLogger("hermes")
 
 T = TypeVar("T")
 ToolCallSpec = tuple[str, Any] | Mapping[str, Any]
+_LOADED = "tools.loaded"  # the session stash key of its LoadedTools
 
 
 def _env_list(var: str) -> list[str] | None:
@@ -85,6 +87,10 @@ class ToolSystem:
             config_disabled_tools=self.config.disabled_tools,
             owner=self,
         )
+        self.search_settings = SearchSettings.from_config(self.config)
+        self._search_mode = self.search_settings.mode
+        self.deferral = Deferral(self.selector, self.search_settings, self._tool_rankers)
+        self._rankers: dict[str, Any] | None = None
         from .pipeline import Pipeline
         from .pipeline._guard import LazyGuard
 
@@ -93,7 +99,7 @@ class ToolSystem:
         self.sessions = Sessions()
         self.pipeline = Pipeline(
             tools=self.registry.view(),
-            select=self.selector.select,
+            select=self.selector.select_for_calls,
             config=self.config,
             hooks=self.plugins.hooks,
             guard=self._guard,
@@ -153,7 +159,7 @@ class ToolSystem:
             host=self._host,
             ask_user=ask_user if ask_user is not None else self.ask_user,
             guard=self._guard,
-            enabled=enabled,
+            enabled=self.selector.selected(enabled),
             approver=approver,
         )
 
@@ -320,6 +326,7 @@ class ToolSystem:
             self.plugins.run_register_tools(only=plugin)
             self.plugins.run_register_toolsets(self._define_plugin_toolsets, only=plugin)
         self.pipeline.refresh_hooks()
+        self._forget_rankers()
         return record
 
     def unregister_plugin(self, name: str) -> None:
@@ -331,6 +338,11 @@ class ToolSystem:
             self.registry.deregister(entry.name)
         self.toolsets.remove_plugin(name)
         self.pipeline.refresh_hooks()
+        self._forget_rankers()
+
+    def _forget_rankers(self) -> None:
+        self._rankers = None
+        self.deferral.forget()
 
     def plugin_records(self) -> list[PluginRecord]:
         return list(self.plugins.records.values())
@@ -369,15 +381,76 @@ class ToolSystem:
         disabled_tools: Names = None,
         *,
         format: str = "openai",
+        search: str | None = None,
+        session_id: str | None = None,
     ) -> list[dict[str, Any]]:
         """The tool definitions the model may see this turn, in ``format`` (openai, anthropic, gemini, mcp).
 
         ``enabled`` defaults to the config's ``toolsets.enabled`` (else every tool). Tools whose check fails or
-        whose required environment variables are unset are left out. The returned dicts are shared: do not
-        mutate them.
+        whose required environment variables are unset are left out. ``search`` (``auto``, ``on``, ``off``;
+        default ``[tools] search``, itself ``auto``) defers tools behind ``tool_search`` when the selection does
+        not fit the budget: then the core tools, ``tool_search`` and the tools session ``session_id`` (default:
+        the system's) has loaded are sent (see ``hermes_core.selection.deferral``). An agent loop calls this
+        every turn with its session. The returned dicts are shared: do not mutate them.
         """
         selector = self.selector
-        return list(selector.definitions(selector.select(enabled, disabled, disabled_tools), format))
+        sel = selector.select(enabled, disabled, disabled_tools)
+        mode = search or self._search_mode
+        deferred = sel.deferred.get(mode)
+        if deferred is False:  # the common case: everything fits (or search is off)
+            rendered = sel.rendered.get(format)
+            return list(rendered if rendered is not None else selector.definitions(sel, format))
+        if deferred is None:
+            deferred = sel.deferred[mode] = self.deferral.defers(sel, self.deferral.mode(mode))
+            if not deferred:
+                return list(selector.definitions(sel, format))
+        session = self.sessions.peek(session_id or self.session_id)
+        loaded = session.peek(_LOADED) if session is not None else None
+        return list(self.deferral.definitions(sel, format, loaded))
+
+    def loaded_tools(self, session_id: str | None = None) -> LoadedTools:
+        """The deferred tools session ``session_id`` (default: the system's) has loaded, with its search counts."""
+        return self.session(session_id).stash(_LOADED, LoadedTools, cleanup=lambda _loaded: None)
+
+    def search_tools(
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        enabled: Names = None,
+        disabled: Names = None,
+        session_id: str | None = None,
+        available: frozenset[str] | None = None,
+        load: bool = True,
+        everything: bool = False,
+    ) -> SearchResult:
+        """Search the deferrable tools of a selection (``available``, else ``enabled``/``disabled``) for
+        ``query``, or load ``select:NAME,NAME``. With ``load`` the matches are loaded into session
+        ``session_id`` and sent in full on its next turns; ``everything`` ranks the core tools too."""
+        if available is None:
+            available = self.selector.select(enabled, disabled, None).available
+        loaded = self.loaded_tools(session_id) if load else None
+        return self.deferral.search(available, query, max(1, int(limit)), loaded, everything)
+
+    def _note_calls(
+        self, names: Iterable[str], enabled: Names, disabled: Names, session_id: str | None
+    ) -> None:
+        """Calls of deferred tools by exact name load them into the session (and are counted)."""
+        available = self.selector.select(enabled, disabled, None).available
+        loaded = self.loaded_tools(session_id)
+        for name in names:
+            if isinstance(name, str) and name in available:
+                self.deferral.note_call(name, available, loaded)
+
+    def _tool_rankers(self) -> dict[str, Any]:
+        """Ranker factories by name, from every plugin's ``register_tool_rankers`` (asked once per plugin set)."""
+        if self._rankers is None:
+            found: dict[str, Any] = {}
+            for answer in self.hooks.call("register_tool_rankers") or ():
+                if isinstance(answer, Mapping):
+                    found.update({str(k): v for k, v in answer.items() if callable(v)})
+            self._rankers = found
+        return self._rankers
 
     def hidden(
         self, enabled: Names = None, disabled: Names = None, disabled_tools: Names = None
@@ -403,9 +476,12 @@ class ToolSystem:
 
         ``approver``/``ask_user`` answer for this call instead of the system's (an MCP client, a chat window).
         """
-        return self.pipeline.run(
+        outcome = self.pipeline.run(
             name, arguments, enabled, disabled, session_id, call_id, approver, ask_user
-        ).result
+        )
+        if self.deferral.active:
+            self._note_calls((name,), enabled, disabled, session_id)
+        return outcome.result
 
     def call_outcome(
         self,
@@ -420,7 +496,12 @@ class ToolSystem:
         ask_user: AskUser | None = None,
     ) -> CallOutcome:
         """Like ``call`` but returns the whole ``CallOutcome`` (status, duration, error kind and id)."""
-        return self.pipeline.run(name, arguments, enabled, disabled, session_id, call_id, approver, ask_user)
+        outcome = self.pipeline.run(
+            name, arguments, enabled, disabled, session_id, call_id, approver, ask_user
+        )
+        if self.deferral.active:
+            self._note_calls((name,), enabled, disabled, session_id)
+        return outcome
 
     async def acall(
         self,
@@ -438,6 +519,8 @@ class ToolSystem:
         outcome = await self.pipeline.arun(
             name, arguments, enabled, disabled, session_id, call_id, approver, ask_user
         )
+        if self.deferral.active:
+            self._note_calls((name,), enabled, disabled, session_id)
         return outcome.result
 
     async def acall_outcome(
@@ -452,9 +535,12 @@ class ToolSystem:
         approver: Any = None,
         ask_user: AskUser | None = None,
     ) -> CallOutcome:
-        return await self.pipeline.arun(
+        outcome = await self.pipeline.arun(
             name, arguments, enabled, disabled, session_id, call_id, approver, ask_user
         )
+        if self.deferral.active:
+            self._note_calls((name,), enabled, disabled, session_id)
+        return outcome
 
     def call_many(
         self,
@@ -473,8 +559,14 @@ class ToolSystem:
         in call order and one failure does not affect the others. At most ``max_parallel`` calls run at once
         (default: ``[limits] max_parallel_calls``, 32).
         """
-        outcomes = self.pipeline.run_many(
-            list(calls), enabled, disabled, session_id, max_parallel, approver, ask_user
+        outcomes = self.call_many_outcomes(
+            calls,
+            enabled=enabled,
+            disabled=disabled,
+            session_id=session_id,
+            max_parallel=max_parallel,
+            approver=approver,
+            ask_user=ask_user,
         )
         return [o.result for o in outcomes]
 
@@ -490,9 +582,12 @@ class ToolSystem:
         ask_user: AskUser | None = None,
     ) -> list[CallOutcome]:
         """Like ``call_many`` but returns each call's whole ``CallOutcome``."""
-        return self.pipeline.run_many(
+        outcomes = self.pipeline.run_many(
             list(calls), enabled, disabled, session_id, max_parallel, approver, ask_user
         )
+        if self.deferral.active:
+            self._note_calls([o.name for o in outcomes], enabled, disabled, session_id)
+        return outcomes
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 

@@ -168,6 +168,60 @@ def test_on_agent_message() -> None:
     assert module.TRANSCRIPT == [("s1", "-> shout"), ("s1", "it said HI!")]
 
 
+def test_register_environments(tmp_path) -> None:
+    import hermes_builtin.plugin
+
+    module = example("register_environments")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with ToolSystem.load(
+        plugins_dir=False,
+        load_entry_points=False,
+        plugins=[hermes_builtin.plugin, module],
+        workspace=workspace,
+        config={"environment": {"kind": "recorded"}},
+    ) as system:
+        assert system.call("terminal", {"command": "cd /tmp && export GREETING=hi"}).endswith("s]")
+        out = system.call("terminal", {"command": "echo $GREETING from $PWD"})
+        assert out.startswith("hi from /tmp\n")  # the local kind's session shell, behind its walls
+        other = system.call("terminal", {"command": "echo ${GREETING:-none}"}, session_id="other")
+        assert other.startswith("none\n")  # another session, another environment
+    assert [c for _, c in module.COMMANDS] == [
+        "cd /tmp && export GREETING=hi",
+        "echo $GREETING from $PWD",
+        "echo ${GREETING:-none}",
+    ]
+    assert {s for s, _ in module.COMMANDS} == {"default", "other"}
+
+
 @pytest.mark.parametrize("hook", sorted(HOOKS))
 def test_examples_compile(hook: str) -> None:
     assert example(hook) is not None
+
+
+def test_register_tool_rankers() -> None:
+    from hermes_core import hookimpl
+
+    class Searchable:
+        @hookimpl
+        def register_tools(self, registry):  # type: ignore[no-untyped-def]
+            for n in ("git_status", "git_stash", "kubectl_get", "tool_search"):
+                registry.register(
+                    name=n,
+                    toolset="dev",
+                    handler=lambda **kw: "ok",
+                    schema={"name": n, "description": f"The {n} tool.", "parameters": {"type": "object"}},
+                )
+
+    module = example("register_tool_rankers")
+    for ranker in ("fuzzy-names", ["bm25", "fuzzy-names"]):
+        system = ToolSystem.load(
+            plugins_dir=False,
+            load_entry_points=False,
+            plugins=[Searchable(), module],
+            config={"tools": {"search_ranker": ranker, "search": "on", "search_core": []}},
+        )
+        found = system.search_tools("git stauts", limit=2)
+        assert found.matches[0].name == "git_status", ranker
+        assert "git_status" in {d["function"]["name"] for d in system.definitions()}  # loaded by the search
+        system.close()

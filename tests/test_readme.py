@@ -24,8 +24,10 @@ def test_every_python_block_is_covered_here() -> None:
         "system = ToolSystem.load()",
         "from hermes_core.agent import",
         "def check_json(",
+        "def build(",
         "# hermes_shout/__init__.py",
         "def test_shout(",
+        "system.search_tools(",
     )
     assert sorted(BLOCKS) == sorted(block(m) for m in markers)
 
@@ -88,3 +90,35 @@ def test_the_sandboxed_tool_example_runs(tmp_path: Path) -> None:
         bad = system.call("check_json", {"path": "bad.json"})
     assert '"a": 1' in good and good.endswith("[exit code 0]")
     assert "Expecting value" in bad and bad.endswith("[exit code 1]")
+
+
+def test_the_environment_example_runs(tmp_path: Path) -> None:
+    from hermes_core import ToolSystem
+
+    namespace: dict[str, Any] = {"__name__": "readme_environment"}
+    exec(compile(block("def build("), "README.md", "exec"), namespace)
+    (tmp_path / "Makefile").write_text("hello:\n\t@echo built in $$PWD\n")
+    schema = {
+        "name": "build",
+        "description": "Build a make target.",
+        "parameters": {
+            "type": "object",
+            "properties": {"target": {"type": "string"}},
+            "required": ["target"],
+        },
+    }
+    with ToolSystem.load(plugins_dir=False, load_entry_points=False, workspace=tmp_path) as system:
+        system.registry.register("build", "build", schema, namespace["build"])
+        out = system.call("build", {"target": "hello"})
+    assert out == f"built in {tmp_path.resolve()}\n\n[exit code 0]"
+    assert (tmp_path / "build.log").read_text() == f"built in {tmp_path.resolve()}\n"
+
+
+def test_the_tool_search_example_runs(tmp_path: Path) -> None:
+    namespace: dict[str, Any] = {"__name__": "readme_search"}
+    exec(compile(block("system.search_tools("), "README.md", "exec"), namespace)
+    names = [m.name for m in namespace["found"].matches]
+    assert names[0] == "cronjob"
+    sent_before = {t["function"]["name"] for t in namespace["before"]}
+    sent_after = {t["function"]["name"] for t in namespace["after"]}
+    assert "tool_search" in sent_before and "cronjob" not in sent_before and "cronjob" in sent_after

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..decisions import CallOutcome
 from ..models import CancelToken, ModelClient, ModelError, ToolCall, Usage, get_model
+from ..selection import SEARCH_TOOL
 from ._budget import budget_chars, conversation_chars, fit_messages
 from ._events import (
     AgentEvent,
@@ -63,11 +64,6 @@ def new_session_id(prefix: str = "agent") -> str:
 
 def _running(system: Host) -> weakref.WeakValueDictionary[str, Agent]:
     return system.stash("agent.running", weakref.WeakValueDictionary, cleanup=lambda _value: None)
-
-
-def _definition_name(definition: Mapping[str, Any]) -> str:
-    fn = definition.get("function")
-    return str(fn.get("name") if isinstance(fn, Mapping) else definition.get("name"))
 
 
 class Agent:
@@ -302,11 +298,19 @@ class Agent:
                 return finish("done")
             outcomes.extend(self._run_tools(calls))
 
+    def _selection(self) -> tuple[list[str] | None, list[str] | None]:
+        """``(enabled, disabled)`` for definitions and calls: the toolsets, narrowed to ``allowed_tools`` by name
+        when given (so deferral and ``tool_search`` work within the allowed tools only)."""
+        if self.allowed_tools is None:
+            return self.toolsets, self.disabled
+        return sorted(self.system.available(self.toolsets, self.disabled) & self.allowed_tools), []
+
     def _definitions(self) -> list[dict[str, Any]]:
-        tools = self.system.definitions(self.toolsets, self.disabled, format=self.client.tool_format)
-        if self.allowed_tools is not None:
-            tools = [t for t in tools if _definition_name(t) in self.allowed_tools]
-        return tools
+        # re-rendered every turn for this session: what its tool searches loaded is sent from the next turn on
+        enabled, disabled = self._selection()
+        return self.system.definitions(
+            enabled, disabled, format=self.client.tool_format, session_id=self.session_id
+        )
 
     def _request(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         prompt = (
@@ -354,7 +358,7 @@ class Agent:
                 outcomes[i] = CallOutcome(
                     call.name[:200], "error", _CANCELLED, call.id, error_kind="cancelled"
                 )
-            elif self.allowed_tools is not None and call.name not in self.allowed_tools:
+            elif self.allowed_tools is not None and call.name not in self.allowed_tools | {SEARCH_TOOL}:
                 message = json.dumps(
                     {"error": f"Tool {call.name[:100]!r} is not enabled for this conversation."}
                 )
@@ -364,13 +368,14 @@ class Agent:
             else:
                 runnable.append(i)
         if runnable:
+            enabled, disabled = self._selection()
             done = self.system.call_many_outcomes(
                 [
                     {"id": calls[i].id, "name": calls[i].name, "arguments": calls[i].arguments}
                     for i in runnable
                 ],
-                enabled=self.toolsets,
-                disabled=self.disabled,
+                enabled=enabled,
+                disabled=disabled,
                 session_id=self.session_id,
             )
             for i, outcome in zip(runnable, done, strict=True):

@@ -11,9 +11,11 @@ from ._app import HermesGroup, cli
 from ._approvals import approvals_group
 from ._call import EXIT_CODES, call_command
 from ._config_cmd import config_group
+from ._env import env_group
 from ._mcp import mcp_group
 from ._plugins import plugins_group
 from ._sandbox import sandbox_group
+from ._search import search_command
 from ._state import ConfigFailure, State, current_system, get_state
 from ._tools import tools_group
 from ._toolsets import schema_group, toolsets_command
@@ -36,6 +38,8 @@ cli.add_command(run_command)
 cli.add_command(approvals_group)
 cli.add_command(mcp_group)
 cli.add_command(sandbox_group)
+cli.add_command(env_group)
+tools_group.add_command(search_command)
 
 
 def main() -> None:

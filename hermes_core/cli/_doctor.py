@@ -251,6 +251,34 @@ def _failure_problems(record: PluginRecord, probe: ImportCheck) -> list[Problem]
     ]
 
 
+def _unit_fix(record: PluginRecord, unit: str, error: str) -> str:
+    """The fix for one part of a plugin that failed alone (the rest of the plugin loaded)."""
+    if error.startswith(("ModuleNotFoundError", "ImportError")) and "'" in error:
+        missing = error.split("'")[1]
+        if not missing.startswith(unit.split(".")[0]):
+            return f"install the missing module '{missing.split('.')[0]}' (pip install ...) to get {unit}'s tools"
+    reinstall = (
+        f"pip install --force-reinstall {record.distribution}" if record.distribution else "reinstall it"
+    )
+    if error.startswith("SyntaxError"):
+        return f"fix the syntax error in {unit} ({reinstall} if you did not change it)"
+    return f"fix the error raised while loading {unit} ({reinstall} if you did not change it)"
+
+
+def _unit_problems(record: PluginRecord) -> list[Problem]:
+    """One error per part of a loaded plugin that failed alone: its tools are missing, the others are there."""
+    return [
+        Problem(
+            "error",
+            record.name,
+            "import",
+            f"{unit} failed to load, so its tools are missing (the plugin's other tools loaded): {error}",
+            _unit_fix(record, unit, error),
+        )
+        for unit, error in sorted(record.failed_units.items())
+    ]
+
+
 def _hook_problems(system: ToolSystem) -> list[Problem]:
     """Hook implementations that name no hook (pluggy's check_pending), attributed to their plugin."""
     pm = system.plugins.pm
@@ -346,9 +374,8 @@ def _check_problems(system: ToolSystem) -> list[Problem]:
                 )
             )
             continue
-        out.append(
-            Problem("warning", plugin, "check", f"tool {name!r} is hidden: {reason}", _check_fix(reason))
-        )
+        fix = system.availability.fixes.get(name) or _check_fix(reason)
+        out.append(Problem("warning", plugin, "check", f"tool {name!r} is hidden: {reason}", fix))
     return out
 
 
@@ -495,6 +522,13 @@ def _sandbox_problems(system: ToolSystem) -> list[Problem]:
     ]
 
 
+def _environment_problems(system: ToolSystem) -> list[Problem]:
+    """Whether the session environment can start (else the fix), and plugin kinds registered wrongly."""
+    from ..environments._diagnose import diagnose
+
+    return [Problem(f.severity, "environment", "environment", f.message, f.fix) for f in diagnose(system)]
+
+
 def _unique(problems: list[Problem]) -> list[Problem]:
     """Each problem once: the same finding reached by two checks (a plugin's load error and its isolated
     import, a clash seen from both plugins) is reported by the first."""
@@ -563,6 +597,7 @@ def run_doctor(system: ToolSystem, *, timeout: float = 30.0) -> DoctorReport:
                     "registers at top level, check the conditions around it)",
                 )
             )
+        problems.extend(_unit_problems(record))
         problems.extend(_version_problems(record, __version__))
         report.problems.extend(problems)
         report.plugins.append(
@@ -581,6 +616,7 @@ def run_doctor(system: ToolSystem, *, timeout: float = 30.0) -> DoctorReport:
     report.problems.extend(_mcp_problems(system))
     report.problems.extend(_override_problems(system))
     report.problems.extend(_sandbox_problems(system))
+    report.problems.extend(_environment_problems(system))
     report.problems = _unique(report.problems)
     for row in report.plugins:
         row["problems"] = sum(1 for p in report.problems if p.plugin == row["name"] and p.severity != "info")

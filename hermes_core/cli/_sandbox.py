@@ -51,7 +51,21 @@ def _print(data: dict[str, Any]) -> None:
     click.echo(
         f"limits: {'cgroup ' + limits['cgroup'] if limits['cgroup'] else 'rlimits'} ({limits['detail']})"
     )
-    click.echo("network: " + ", ".join(f"{k} {v}" for k, v in data["network"].items()))
+    if data.get("call_limits"):
+        click.echo("per call: " + ", ".join(f"{k} {v}" for k, v in data["call_limits"].items()))
+    net = data["network"]
+    per_tool = "".join(f", {tool} {mode}" for tool, mode in net["tools"].items())
+    click.echo(
+        f"network: {net['default']}{per_tool} (on = only hermes's proxy; namespace: {net['namespace']})"
+    )
+    click.echo(f"  allowed through the proxy: {', '.join(net['allow']) or 'nothing'}")
+    click.echo(
+        f"  other names: {'ask for approval (headless: refused)' if net['ask_for_others'] else 'refused'}"
+    )
+    filt = data["filter"]
+    click.echo(f"system-call filter: {'on' if filt['available'] else 'UNAVAILABLE'} ({filt['detail']})")
+    if data.get("host_run"):
+        click.echo("read-only inside (host-run files): " + ", ".join(data["host_run"]))
     env = data["environment"]
     click.echo(
         f"environment: allow-listed host variables + pass_env {env['pass_env'] or '[]'} + set {env['set'] or '[]'}"

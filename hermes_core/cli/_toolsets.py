@@ -26,15 +26,17 @@ def definitions_size(definitions: list[dict[str, Any]]) -> tuple[int, int]:
 
 
 def toolset_rows(system: ToolSystem) -> list[dict[str, Any]]:
-    """One row per atomic and composite toolset: resolved tools after checks and definitions size."""
+    """One row per atomic and composite toolset: its registered members, the tools available after checks, and
+    the size of their definitions."""
     composites = system.toolsets.composites()
     atomic = system.registry.toolsets()
     rows = []
     for name in system.toolsets.names():
         sel: dict[str, Any] = {"enabled": [name], "disabled": [], "disabled_tools": []}
         tools = sorted(system.available(**sel))
+        members = sorted(system.toolsets.resolve([name]))
         hidden = system.hidden(**sel)
-        chars, tokens = definitions_size(system.definitions(**sel))
+        chars, tokens = definitions_size(system.definitions(**sel, search="off"))
         comp = composites.get(name)
         plugin: str | None
         if comp is not None:
@@ -50,6 +52,7 @@ def toolset_rows(system: ToolSystem) -> list[dict[str, Any]]:
                 "description": comp.description if comp is not None else "",
                 "includes": list(comp.includes) if comp is not None else [],
                 "tools": tools,
+                "members": members,
                 "hidden": hidden,
                 "chars": chars,
                 "tokens_estimate": tokens,
@@ -64,11 +67,12 @@ def toolsets_command(as_json: bool) -> None:
     """List toolsets with their resolved tools and the size of their definitions.
 
     Size is the length of the JSON definitions the model would be sent (characters), and an estimate
-    in tokens (characters / 4). Plain columns: name, kind, tool count, chars, tokens, tools.
+    in tokens (characters / 4). Plain columns: name, kind, tools available, members (registered tools of the
+    set, available or hidden by their checks), chars, tokens, available tools.
     """
     system = get_state().system()
     rows = toolset_rows(system)
-    chars, tokens = definitions_size(system.definitions())
+    chars, tokens = definitions_size(system.definitions(search="off"))
     selected: dict[str, Any] = {
         "tools": sorted(system.available()),
         "chars": chars,
@@ -85,8 +89,19 @@ def toolsets_command(as_json: bool) -> None:
         )
         return
     emit_table(
-        ["toolset", "kind", "tools", "chars", "~tokens", "resolved tools"],
-        [[r["name"], r["kind"], len(r["tools"]), r["chars"], r["tokens_estimate"], r["tools"]] for r in rows],
+        ["toolset", "kind", "tools", "members", "chars", "~tokens", "available tools"],
+        [
+            [
+                r["name"],
+                r["kind"],
+                len(r["tools"]),
+                len(r["members"]),
+                r["chars"],
+                r["tokens_estimate"],
+                r["tools"],
+            ]
+            for r in rows
+        ],
         title="Toolsets (tokens estimated as characters / 4)",
     )
     click.echo(
@@ -119,6 +134,8 @@ def export_command(fmt: str, toolset: str | None) -> None:
     system = get_state().system()
     if toolset:
         toolset_members(system, toolset)  # unknown names are a usage error
-        emit_json(system.definitions(enabled=[toolset], disabled=[], disabled_tools=[], format=fmt))
+        emit_json(
+            system.definitions(enabled=[toolset], disabled=[], disabled_tools=[], format=fmt, search="off")
+        )
     else:
-        emit_json(system.definitions(format=fmt))
+        emit_json(system.definitions(format=fmt, search="off"))

@@ -6,7 +6,9 @@ connection. The result is the text the model would see (``isError`` when the cal
 call's attachments as image, audio or embedded-resource content. Approvals are asked of the client by
 elicitation (see ``approval``); a client that cannot be asked gets a denial.
 
-``tools/list`` is ``system.definitions(enabled=toolsets, format="mcp")`` with each tool's annotations: the
+``tools/list`` is ``system.definitions(enabled=toolsets, format="mcp", session_id=<the connection's>)`` with each
+tool's annotations (past the definitions budget: the core tools, ``tool_search`` and what this connection's
+searches loaded; a search that loads tools sends ``notifications/tools/list_changed``): the
 registry's ``annotations`` where the tool declares them, else derived: a parallel-safe tool is read-only
 (``readOnlyHint``), any other tool may be destructive (``destructiveHint``), as the MCP defaults assume. When that
 list changes (a plugin or an MCP server of the served system adds tools, a check flips), clients that listed the
@@ -142,13 +144,14 @@ class McpServer:
 
     # -- handlers ----------------------------------------------------------------------------------------
 
-    def tools(self) -> list[Tool]:
-        """The tools this server offers now (the selection, minus tools hidden by their checks)."""
+    def tools(self, session_id: str | None = None) -> list[Tool]:
+        """The tools this server offers now to ``session_id`` (the selection, minus tools hidden by their checks;
+        past the definitions budget, the core tools, ``tool_search`` and what that session's searches loaded)."""
         from mcp.types import Tool, ToolAnnotations
 
         registry = self.system.registry
         out = []
-        for definition in self.system.definitions(enabled=self.enabled, format="mcp"):
+        for definition in self.system.definitions(enabled=self.enabled, format="mcp", session_id=session_id):
             entry = registry.get(definition["name"])
             annotations = annotations_for(entry) if entry is not None else {}
             out.append(
@@ -166,10 +169,11 @@ class McpServer:
         from mcp.types import ListToolsResult
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+        session_id = _session_of(ctx)[0]
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:  # a connection that can take notifications
-            self._listeners[_session_of(ctx)[0]] = ctx.session
+            self._listeners[session_id] = ctx.session
         # definitions() may run tool checks (with their own timeout): keep them off the connection's loop
-        return ListToolsResult(tools=await anyio.to_thread.run_sync(self.tools))
+        return ListToolsResult(tools=await anyio.to_thread.run_sync(self.tools, session_id))
 
     def _fingerprint(self) -> str:
         return json.dumps(
@@ -210,10 +214,27 @@ class McpServer:
             stateful=stateful,
         )
         arguments = params.arguments if params.arguments is not None else {}
+        loaded = self.system.loaded_tools(session_id)
+        before = loaded.version
         outcome = await anyio.to_thread.run_sync(self._run, call, params.name, arguments)
         if call.pending:  # 2026-07-28: ask, and the client runs the call again with the answers
             return InputRequiredResult(input_requests=call.pending, request_state=call.state())
+        if (
+            loaded.version != before
+        ):  # a search (or a deferred tool's first call) loaded tools for this session
+            await self._tell_list_changed(ctx, session_id)
         return outcome_to_result(outcome, call.notes if outcome.status == "denied" else None)
+
+    async def _tell_list_changed(self, ctx: ServerRequestContext[Any, Any], session_id: str) -> None:
+        """``notifications/tools/list_changed`` to this connection (handshake-era ones; newer clients re-list)."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        try:
+            await ctx.session.send_tool_list_changed()
+        except Exception as err:  # the connection is gone
+            log.debug("tools/list_changed to %s failed: %s", session_id, err)
 
     def _run(self, call: ClientCall, name: str, arguments: Any) -> CallOutcome:
         with serving(call):

@@ -41,6 +41,11 @@ class SecurityGuard:
         self.store = security.ApprovalStore(allowlist, grants=config.approvals.get("always", []))
         self.gate = security.ApprovalGate(approver, self.store, self.policy)
         self.results_dir = Path(os.path.realpath(results_dir))
+        sandbox = config.data.get("sandbox")
+        host_run = sandbox.get("host_run") if isinstance(sandbox, dict) else None
+        # files the host runs later, as configured for the sandbox: writing one asks (the default list is in
+        # check_path already)
+        self.host_run: tuple[str, ...] = tuple(host_run) if isinstance(host_run, list) else ()
 
     def _ask(
         self, kind: str, subject: str, reason: str, context: CallContext, hardline: bool = False
@@ -75,6 +80,17 @@ class SecurityGuard:
             verdict = self._security.check_path(path, op, context.workspace)  # type: ignore[arg-type]
         except ValueError as err:
             raise ToolError(f"invalid path: {err}") from None
+        if verdict.decision == "allow" and op == "write" and self.host_run and verdict.inside_workspace:
+            from ..sandbox._hostrun import host_run_match
+
+            if host_run_match(verdict.resolved, [Path(os.path.realpath(context.workspace))], self.host_run):
+                verdict = self._security.PathVerdict(
+                    "ask",
+                    f"write {verdict.resolved}: a file the host runs later ([sandbox] host_run)",
+                    verdict.resolved,
+                    "write",
+                    True,
+                )
         if verdict.decision == "allow":
             return Path(verdict.resolved)
         if verdict.decision == "refuse":

@@ -59,6 +59,8 @@ class PluginRecord:
     tools: list[str] = field(default_factory=list)
     note: str = ""
     first_party: bool = False  # the hermes-tools distribution's own ``builtin`` plugin (see _precedence)
+    # parts of a loaded plugin that failed alone (``register_tools`` returned them): unit -> reason
+    failed_units: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -76,6 +78,7 @@ class PluginRecord:
             "tools": list(self.tools),
             "note": self.note,
             "first_party": self.first_party,
+            "failed_units": dict(self.failed_units),
         }
 
 
@@ -121,6 +124,22 @@ class PluginHost:
         log.error("plugin %r failed at %s: %s", record.name, stage, record.error, exc_info=err)
         if self.strict:
             raise PluginLoadError(f"plugin {record.name!r} failed at {stage}: {record.error}") from err
+
+    def _partial(self, record: PluginRecord, failed: object) -> None:
+        """Record the units a plugin's ``register_tools`` says failed alone (its other tools stay loaded)."""
+        if not isinstance(failed, Mapping):
+            log.warning(
+                "plugin %r: register_tools returned %r, not a mapping of failed units", record.name, failed
+            )
+            return
+        record.failed_units.update({str(unit): str(reason) for unit, reason in failed.items()})
+        units = len(record.failed_units)
+        record.note = f"{units} part{'s' if units != 1 else ''} failed to load (see hermes plugins doctor)"
+        for unit, reason in failed.items():
+            log.error("plugin %r: %s failed to load: %s", record.name, unit, reason)
+        if self.strict:
+            unit, reason = next(iter(record.failed_units.items()))
+            raise PluginLoadError(f"plugin {record.name!r}: {unit} failed to load: {reason}")
 
     def _record(self, record: PluginRecord) -> PluginRecord:
         if record.name in self.records and self.records[record.name].status != "blocked":
@@ -350,6 +369,8 @@ class PluginHost:
             record.tools = [e.name for e in self.registry.entries_of(record.name)]
             if self.hooks.trace:
                 trace(f"register_tools {record.name} -> registered {record.tools}")
+            if step.value:
+                self._partial(record, step.value)
 
     def run_register_toolsets(
         self, define_many: Callable[[dict[str, Any], str], None], only: object = None

@@ -9,6 +9,10 @@ command's first process exits or bwrap is killed.
 Every sandbox also gets its own user namespace with every capability dropped (``--unshare-user --cap-drop
 ALL``; bwrap sets ``no_new_privs``), whatever the host's uid: run as root, bwrap would otherwise keep the full
 capability set inside, and ``open_by_handle_at``, ``mount -o remount,rw`` or ``mknod`` would reach the host.
+The system-call filter (``_seccomp``) is loaded by bwrap just before the command starts (``--seccomp FD``).
+
+Network: "off" is a namespace of the call's own (loopback only); "on" joins the sandbox's namespace, whose
+only exit is the proxy (``nsenter`` before bwrap); "host" keeps the host's network.
 """
 
 from __future__ import annotations
@@ -17,10 +21,12 @@ import os
 import shutil
 import subprocess
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from ._layout import Layout, SandboxRefused, is_within
-from ._types import Launch
+from ._seccomp import FilterUnavailable, filter_program, pipe_of
+from ._types import Launch, NetPlan
 
 __all__ = ["BwrapBackend", "probe_bwrap"]
 
@@ -101,19 +107,31 @@ class BwrapBackend:
         argv: list[str],
         cwd: Path,
         env: dict[str, str],
-        network: bool,
+        network: NetPlan,
         reuse: bool = True,
+        unix_sockets: bool = False,
+        read_only_files: Sequence[Path] = (),
     ) -> Launch:
         if not layout.sees(cwd):
             raise SandboxRefused(f"the working directory {cwd} is outside what the sandbox shows")
-        args = [self.exe, *_PRIVILEGES, "--die-with-parent", "--unshare-pid", "--unshare-ipc"]
+        try:
+            program = filter_program("all", unix_sockets)
+        except FilterUnavailable as exc:
+            raise SandboxRefused(str(exc)) from None
+        prefix: list[str] = []
+        if network.mode == "proxy":
+            if network.namespace is None:
+                raise SandboxRefused("the sandbox's network namespace is missing")
+            prefix = network.namespace.enter_argv()
+        args = [*prefix, self.exe, *_PRIVILEGES, "--die-with-parent", "--unshare-pid", "--unshare-ipc"]
         args += ["--unshare-uts", "--unshare-cgroup-try"]
-        if not network:
+        if network.mode == "off":
             args.append("--unshare-net")
         args += ["--dev", "/dev", "--proc", "/proc"]
         # (depth, order, args): shallow mounts first, so deeper ones land on top of them
+        tmp = ["--bind", str(layout.tmp), "/tmp"] if layout.tmp is not None else ["--tmpfs", "/tmp"]
         ops: list[tuple[int, int, list[str]]] = [
-            (1, 0, ["--tmpfs", "/tmp"]),
+            (1, 0, tmp),
             (2, 0, ["--tmpfs", "/var/tmp"]),
         ]
         for path, target in layout.system:
@@ -128,7 +146,7 @@ class BwrapBackend:
             ops.append((_depth(path), 2, ["--bind", str(path), str(path)]))
         for path in layout.read_only:
             ops.append((_depth(path), 3, ["--ro-bind", str(path), str(path)]))
-        for path in layout.protected:
+        for path in [*layout.protected, *read_only_files]:
             ops.append((_depth(path), 4, ["--ro-bind", str(path), str(path)]))
         for path in layout.hidden:
             if not os.path.lexists(path):
@@ -140,8 +158,18 @@ class BwrapBackend:
         ops.sort(key=lambda op: (op[0], op[1]))
         for _, _, op in ops:
             args += op
-        args += ["--chdir", str(cwd), "--"]
-        return Launch(argv=[*args, *argv], env=env, cwd=str(cwd), pid_namespace=True, command_at=len(args))
+        seccomp = pipe_of(program)
+        args += ["--seccomp", str(seccomp), "--chdir", str(cwd), "--"]
+        launch = Launch(
+            argv=[*args, *argv],
+            env=env,
+            cwd=str(cwd),
+            pid_namespace=True,
+            command_at=len(args),
+            pass_fds=[seccomp],
+        )
+        launch.after_spawn.append(lambda: os.close(seccomp))
+        return launch
 
 
 def _mask(path: Path) -> list[str]:

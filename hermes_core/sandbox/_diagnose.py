@@ -66,13 +66,15 @@ def diagnose(config: Config, workspace: Path) -> list[Diagnosis]:
         )
     elif choice.name == "landlock":
         abi = probe_landlock()[0]
-        severity = "warning" if abi < 6 else "info"
-        signals = "signals to host processes are NOT blocked (ABI < 6)" if abi < 6 else "signals are blocked"
+        marker = "NOT STOPPED: "
+        not_stopped = [
+            line.removeprefix(marker) for line in report("landlock")["limitations"] if line.startswith(marker)
+        ]
         out.append(
             Diagnosis(
-                severity,
-                f"commands run in the Landlock sandbox ({choice.reason}): no PID namespace, so host processes "
-                f"stay visible; {signals}; nothing can be hidden inside the workspace",
+                "warning",
+                f"commands run in the Landlock sandbox ({choice.reason}, ABI {abi}), which does NOT stop: "
+                + "; ".join(not_stopped),
                 f"{_INSTALL} for the full walls",
             )
         )
@@ -80,6 +82,18 @@ def diagnose(config: Config, workspace: Path) -> list[Diagnosis]:
         out.append(
             Diagnosis("info", f"commands run in the {choice.name} sandbox ({choice.reason})", "nothing to do")
         )
+    if choice.name != "none":
+        from ._seccomp import seccomp_status
+
+        ok, why = seccomp_status()
+        if not ok:
+            out.append(
+                Diagnosis(
+                    "error",
+                    f"commands are refused: {why}",
+                    "install libseccomp2 (Debian/Ubuntu: apt install libseccomp2)",
+                )
+            )
     try:
         layout = box.layout()
     except SandboxRefused as err:
@@ -111,9 +125,19 @@ def status(config: Config, workspace: Path) -> dict[str, Any]:
     except ConfigError as err:
         return {"error": str(err), "findings": [asdict(d) for d in diagnose(config, workspace)]}
     data = report(settings.backend)
-    data["network"] = {"default": "on" if settings.network else "off"} | {
-        tool: "on" if on else "off" for tool, on in settings.tool_network.items()
+    from ._netns import netns_support
+
+    made, why = netns_support() if data["backend"] in ("bwrap", "landlock") else (False, "no sandbox")
+    data["network"] = {
+        "default": settings.network,
+        "tools": dict(settings.tool_network),
+        "allow": list(settings.egress.names()),
+        "ask_for_others": settings.egress.ask,
+        "namespace": "available" if made else why,
+        "unix_sockets": settings.unix_sockets,
     }
+    data["host_run"] = list(settings.host_run)
+    data["call_limits"] = {k: v for k, v in asdict(settings.limits).items() if v is not None}
     data["environment"] = {"pass_env": list(settings.pass_env), "set": sorted(settings.env)}
     try:
         layout = _sandbox(config, workspace).layout()

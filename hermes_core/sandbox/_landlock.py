@@ -7,9 +7,15 @@ whose workspace holds hermes's folders is refused; ``/tmp`` is replaced by a pri
 ``TMPDIR``, and programs that insist on ``/tmp`` itself fail; ``HOME`` is a private folder linking to the
 visible toolchains), and there is no PID namespace (host processes
 stay visible in ``/proc``; their environment and memory are protected by Landlock's ptrace rule, and
-signals to them are blocked only from ABI 6, kernel 6.12, on). Network off blocks TCP (ABI 4+), not UDP.
-Landlock guards file contents and names, not metadata: the mode, timestamps and extended attributes of a
-file outside the allow-list can still be changed, and ``stat`` works on any path.
+signals to them are blocked only from ABI 6, kernel 6.12, on). The host's ``/dev/shm`` is not in the
+allow-list (POSIX shared memory and semaphores are unavailable rather than shared with the host).
+
+The system-call filter (``_seccomp``) is installed last, after the ruleset. Network: "off" refuses IPv4 and
+IPv6 sockets in the filter (and TCP in the ruleset from ABI 4); "on" joins the sandbox's network namespace
+(``setns``) whose only exit is the proxy, or, where no namespace can be made, allows TCP connections to the
+proxy's port only (ABI 4+) and refuses UDP in the filter. Landlock guards file contents and names, not
+metadata: the mode, timestamps and extended attributes of a file outside the allow-list can still be changed
+(the filter refuses set-user-ID and set-group-ID bits everywhere), and ``stat`` works on any path.
 """
 
 from __future__ import annotations
@@ -20,17 +26,18 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ._layout import Layout, SandboxRefused, is_within
-from ._types import Launch
+from ._seccomp import FilterUnavailable, Installer, filter_program
+from ._types import Launch, NetPlan
 
 __all__ = ["LandlockBackend", "probe_landlock"]
 
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
 _CREATE_RULESET_VERSION = 1
-_RULE_PATH_BENEATH = 1
+_RULE_PATH_BENEATH, _RULE_NET_PORT = 1, 2
 _PR_SET_NO_NEW_PRIVS, _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 38, 24, 47, 4
 
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
@@ -54,6 +61,10 @@ class _RulesetAttr(ctypes.Structure):
 class _PathBeneath(ctypes.Structure):
     _pack_ = 1
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class _NetPort(ctypes.Structure):
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
 
 
 _libc: ctypes.CDLL | None = None
@@ -114,12 +125,13 @@ def _fs_rights(abi: int) -> int:
 class _Ruleset:
     """A Landlock ruleset under construction in the parent process."""
 
-    def __init__(self, abi: int, network: bool) -> None:
+    def __init__(self, abi: int, tcp: str | int) -> None:
+        """``tcp``: "any" (not restricted here), "none" (no TCP at all), or the one port ``connect`` may reach."""
         self.abi = abi
         self.handled = _fs_rights(abi)
         attr = _RulesetAttr(handled_access_fs=self.handled)
         size = 8
-        if abi >= 4 and not network:
+        if abi >= 4 and tcp != "any":
             attr.handled_access_net = NET_BIND_TCP | NET_CONNECT_TCP
             size = 16
         if abi >= 6:
@@ -129,6 +141,15 @@ class _Ruleset:
         if fd < 0:
             raise SandboxRefused(f"Landlock refused the ruleset: {os.strerror(ctypes.get_errno())}")
         self.fd = int(fd)
+        if isinstance(tcp, int) and abi >= 4:
+            rule = _NetPort(allowed_access=NET_CONNECT_TCP, port=tcp)
+            if (
+                _lib().syscall(_ADD_RULE, self.fd, _RULE_NET_PORT, ctypes.byref(rule), ctypes.c_uint32(0))
+                != 0
+            ):
+                err = ctypes.get_errno()
+                os.close(self.fd)
+                raise SandboxRefused(f"Landlock refused the proxy's port rule: {os.strerror(err)}")
 
     def allow(self, path: Path | str, rights: int) -> None:
         try:
@@ -165,13 +186,18 @@ class _Ruleset:
         for child in children:
             self.allow_except(Path(child.path), rights, inner)
 
-    def restrictor(self, drop_caps: bool, last_cap: int) -> Callable[[], None]:
-        """The function the child runs before ``exec``: no new privileges, no capabilities, then the ruleset."""
+    def restrictor(
+        self, drop_caps: bool, last_cap: int, before: Callable[[], None] | None, seccomp: Installer
+    ) -> Callable[[], None]:
+        """The function the child runs before ``exec``: join the network namespace (``before``), no new
+        privileges, no capabilities, the ruleset, then the system-call filter."""
         lib = _lib()
         fd = self.fd
         caps = range(last_cap + 1) if drop_caps else range(0)
 
         def restrict() -> None:
+            if before is not None:
+                before()
             if lib.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
                 raise OSError(ctypes.get_errno(), "no_new_privs")
             if drop_caps:
@@ -180,6 +206,7 @@ class _Ruleset:
                     lib.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
             if lib.syscall(_RESTRICT_SELF, fd, ctypes.c_uint32(0)) != 0:
                 raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+            seccomp.install()
 
         return restrict
 
@@ -227,16 +254,17 @@ class LandlockBackend:
     def __init__(self, abi: int) -> None:
         self.abi = abi
         # one ruleset (and private folder) per view: a ruleset can restrict any number of processes
-        self._made: dict[tuple[int, bool], tuple[Layout, _Ruleset, Path]] = {}
+        self._made: dict[tuple[int, str | int], tuple[Layout, _Ruleset, Path]] = {}
+        self._installers: dict[tuple[str, bool], Installer] = {}
         self._lock = threading.Lock()
 
-    def _ruleset(self, layout: Layout, network: bool, reuse: bool) -> tuple[_Ruleset, Path]:
-        key = (id(layout), network)
+    def _ruleset(self, layout: Layout, tcp: str | int, reuse: bool) -> tuple[_Ruleset, Path]:
+        key = (id(layout), tcp)
         with self._lock:
             made = self._made.get(key) if reuse else None
             if made is not None and made[0] is layout:
                 return made[1], made[2]
-            ruleset, private = self._build(layout, network)
+            ruleset, private = self._build(layout, tcp)
             if reuse:
                 if made is not None:
                     made[1].close()
@@ -244,9 +272,9 @@ class LandlockBackend:
                 self._made[key] = (layout, ruleset, private)
             return ruleset, private
 
-    def _build(self, layout: Layout, network: bool) -> tuple[_Ruleset, Path]:
+    def _build(self, layout: Layout, tcp: str | int) -> tuple[_Ruleset, Path]:
         private = Path(tempfile.mkdtemp(prefix="hermes-sbx-"))
-        ruleset = _Ruleset(self.abi, network)
+        ruleset = _Ruleset(self.abi, tcp)
         try:
             excluded = [*layout.etc_hidden, *layout.hidden]
             for path, target in layout.system:
@@ -255,13 +283,12 @@ class LandlockBackend:
             for path in layout.read_only:
                 ruleset.allow_except(path, _RO, excluded)
             everything = _fs_rights(self.abi)
-            for path in [*layout.read_write, private]:
+            for path in [*layout.read_write, private, *([layout.tmp] if layout.tmp else [])]:
                 ruleset.allow(path, everything)
             for device in _DEVICES:
                 ruleset.allow(device, _DEV)
             for folder in ("/dev/pts", "/dev/fd"):
                 ruleset.allow(folder, _DEV | READ_DIR)
-            ruleset.allow("/dev/shm", everything)
             ruleset.allow("/proc", READ_FILE | READ_DIR)
             (private / "tmp").mkdir()
             _private_home(private, layout)
@@ -277,8 +304,10 @@ class LandlockBackend:
         argv: list[str],
         cwd: Path,
         env: dict[str, str],
-        network: bool,
+        network: NetPlan,
         reuse: bool = True,
+        unix_sockets: bool = False,
+        read_only_files: Sequence[Path] = (),
     ) -> Launch:
         for hidden in layout.hidden:
             if not (hidden in layout.hermes or os.path.lexists(hidden)):
@@ -291,16 +320,39 @@ class LandlockBackend:
                 )
         if not layout.sees(cwd):
             raise SandboxRefused(f"the working directory {cwd} is outside what the sandbox shows")
-        ruleset, private = self._ruleset(layout, network, reuse)
+        enter: Callable[[], None] | None = None
+        tcp: str | int = "any"
+        inet = "all"
+        if network.mode == "off":
+            tcp, inet = "none", "none"
+        elif network.mode == "proxy":
+            if network.namespace is not None:
+                enter = network.namespace.enterer()
+            elif network.proxy_port is not None:
+                tcp, inet = network.proxy_port, "stream"
+        seccomp = self._installer(inet, unix_sockets)
+        ruleset, private = self._ruleset(layout, tcp, reuse)
         child_env = dict(env)
-        child_env["TMPDIR"] = str(private / "tmp")
+        child_env["TMPDIR"] = str(layout.tmp or private / "tmp")
         child_env["HOME"] = str(private / "home")
-        restrict = ruleset.restrictor(os.geteuid() == 0, _last_cap())
+        restrict = ruleset.restrictor(os.geteuid() == 0, _last_cap(), enter, seccomp)
         launch = Launch(argv=list(argv), env=child_env, cwd=str(cwd), pid_namespace=False, preexec=[restrict])
         if not reuse:  # a one-off view (paths of this call only): its ruleset and folders go with the call
             launch.after_spawn.append(ruleset.close)
             launch.cleanup.append(lambda: shutil.rmtree(private, ignore_errors=True))
         return launch
+
+    def _installer(self, inet: str, unix_sockets: bool) -> Installer:
+        key = (inet, unix_sockets)
+        with self._lock:
+            installer = self._installers.get(key)
+            if installer is None:
+                try:
+                    program = filter_program(inet, unix_sockets)  # type: ignore[arg-type]
+                except FilterUnavailable as exc:
+                    raise SandboxRefused(str(exc)) from None
+                installer = self._installers[key] = Installer(program)
+            return installer
 
     def close(self) -> None:
         """Close the rulesets and remove the private folders (when the sandbox closes)."""

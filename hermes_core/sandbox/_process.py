@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 
 from ._cgroup import Cgroup
+from ._hostrun import Tripwire
 from ._tree import SIGKILL, SIGTERM, descendants, marked, signal_all, snapshot
 
 __all__ = ["SandboxProcess"]
@@ -39,6 +40,7 @@ class SandboxProcess:
         marker: bytes | None,
         cleanup: list[Callable[[], None]],
         on_release: Callable[[SandboxProcess], None] | None = None,
+        tripwire: Tripwire | None = None,
     ) -> None:
         self.popen = popen
         self.pid = popen.pid
@@ -52,6 +54,8 @@ class SandboxProcess:
         self._on_release = on_release
         self._released = False
         self._lock = threading.Lock()
+        self._tripwire = tripwire
+        self.quarantined: list[str] = []  # host-run files the call planted, undone at release
 
     def __repr__(self) -> str:
         return f"<SandboxProcess pid={self.pid} backend={self.backend} returncode={self.popen.returncode}>"
@@ -167,11 +171,15 @@ class SandboxProcess:
         return True
 
     def release(self) -> None:
-        """Free the call's cgroup and private folders (once, after the tree is gone)."""
+        """Free the call's cgroup and private folders, and undo host-run files it planted (once, after the tree
+        is gone: ``quarantined`` lists them)."""
         with self._lock:
             if self._released:
                 return
             self._released = True
+        if self._tripwire is not None:
+            with contextlib.suppress(Exception):
+                self.quarantined = self._tripwire.check()
         if self.cgroup is not None:
             self.cgroup.remove()
         for step in self._cleanup:

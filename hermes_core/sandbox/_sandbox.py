@@ -12,21 +12,27 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..context import workspace_override
 from ._capture import HeadTail, drain
 from ._cgroup import Cgroup, cgroup_joiner
 from ._env import child_env, git_identity
+from ._hostrun import Tripwire, host_run_match
 from ._layout import Layout, SandboxRefused, build_layout, hermes_dirs
 from ._process import SandboxProcess
 from ._rlimits import prlimit_argv, rlimit_setter, rlimit_values
 from ._settings import Limits, SandboxSettings
 from ._spawn import Spawner, feed, pidfd, wait_exit
 from ._status import BackendChoice, choose_backend
-from ._types import RunResult
+from ._types import NetPlan, RunResult
 
-__all__ = ["DEFAULT_OUTPUT_BYTES", "Sandbox"]
+if TYPE_CHECKING:
+    from ._egress import NetworkApproval
+    from ._netns import NetNamespace
+    from ._proxy import EgressProxy
+
+__all__ = ["DEFAULT_OUTPUT_BYTES", "Sandbox", "proxy_env"]
 
 DEFAULT_OUTPUT_BYTES = 1_000_000
 _POLL = 0.1
@@ -38,8 +44,10 @@ _OWN_CODE = Path(__file__).resolve().parents[1]  # the hermes_core package: neve
 class Sandbox:
     """Runs commands inside walls made of the workspace (see ``hermes_core.sandbox``).
 
-    Make one with ``sandbox_for(context)`` (per tool system, closed with it). ``run()`` runs a command to the
+    Make one with ``sandbox_for(context)`` (per session, closed with it). ``run()`` runs a command to the
     end and returns a ``RunResult``; ``start()`` starts one and returns a ``SandboxProcess`` to manage.
+    ``network_approval(host, reason) -> bool`` answers for names the network allow-list does not hold
+    (``sandbox_for`` asks the tool system's approver; None: such names are refused).
     """
 
     def __init__(
@@ -48,8 +56,16 @@ class Sandbox:
         *,
         workspace: str | os.PathLike[str] | None = None,
         hidden: Sequence[str | os.PathLike[str]] = (),
+        tmp: str | os.PathLike[str] | None = None,
+        network_approval: NetworkApproval | None = None,
     ) -> None:
         self.settings = settings if settings is not None else SandboxSettings()
+        self.tmp = (
+            Path(tmp) if tmp is not None else None
+        )  # shown as /tmp to every call (else a fresh one each)
+        self.network_approval = network_approval
+        self._net: tuple[NetNamespace | None, EgressProxy] | None = None
+        self._net_lock = threading.Lock()
         self.workspace = Path(workspace if workspace is not None else Path.cwd()).resolve()
         self._extra_hidden = [Path(os.path.realpath(p)) for p in hidden]
         self._choice: BackendChoice | None = None
@@ -116,6 +132,7 @@ class Sandbox:
                 extra_read_write=[*self.settings.read_write, *map(Path, read_write)],
                 protected_hidden=hidden,
                 protected_read_only=[_OWN_CODE],
+                tmp=self.tmp,
             )
             if (
                 len(self._layouts) > 32
@@ -135,9 +152,67 @@ class Sandbox:
             env.setdefault(key, value)
         return env
 
+    def is_host_run(self, path: str | os.PathLike[str]) -> bool:
+        """Whether ``path`` is a file the host runs later (``[sandbox] host_run``) in a writable root: code
+        that writes files for this sandbox by other means (an environment's file operations) asks first."""
+        layout = self.layout()
+        return host_run_match(path, layout.read_write, self.settings.host_run)
+
     def limits(self, limits: Limits | None = None) -> Limits:
         """The configured limits with ``limits`` (the call's own) on top."""
         return self.settings.limits.merged(limits)
+
+    # -- the network ---------------------------------------------------------------------------------------
+
+    def egress(self) -> tuple[NetNamespace | None, EgressProxy]:
+        """The sandbox's network namespace (None where none can be made: Landlock's fallback) and its proxy,
+        made on the first call with network "on" and closed with the sandbox.
+
+        Anything that runs commands for this sandbox may join the namespace (``namespace.enter_argv()`` as
+        a launcher prefix, ``namespace.enterer()`` between fork and exec) and point tools at the proxy
+        (``proxy_env(port)``): the namespace's only way out is the proxy, which applies ``[sandbox.network]``.
+        """
+        with self._net_lock:
+            if self._net is not None:
+                return self._net
+            if self._closed:
+                raise SandboxRefused("the tool system is closed")
+            from ._egress import EgressPolicy
+            from ._netns import NetNamespace, netns_support
+            from ._proxy import EgressProxy
+
+            namespace: NetNamespace | None
+            try:
+                namespace = NetNamespace.create()
+            except SandboxRefused as err:
+                if self.backend != "landlock":
+                    raise SandboxRefused(
+                        f'{err.message}; set [sandbox] network = "off" (or "host") to run commands '
+                        "without the proxy"
+                    ) from None
+                namespace = None
+                netns_support()  # remember why, for status
+            if namespace is not None:
+                listeners = namespace.listeners
+            else:
+                import socket
+
+                listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                listener.bind(("127.0.0.1", 0))
+                listener.listen(128)
+                listeners = [listener]
+            proxy = EgressProxy(listeners, EgressPolicy(self.settings.egress, self.network_approval))
+            self._net = (namespace, proxy)
+            return self._net
+
+    def _plan(self, mode: str) -> tuple[NetPlan, dict[str, str]]:
+        """The network plan of a call in ``mode`` and the variables that point its tools at the proxy."""
+        if mode != "on" or self.backend == "none":
+            return NetPlan("off" if mode == "off" else "host"), {}
+        namespace, proxy = self.egress()
+        port = namespace.port if namespace is not None else proxy.port
+        plan = NetPlan("proxy", namespace=namespace, proxy_port=None if namespace is not None else port)
+        return plan, proxy_env(port)
 
     # -- starting ----------------------------------------------------------------------------------------
 
@@ -149,7 +224,7 @@ class Sandbox:
         workspace: str | os.PathLike[str] | None = None,
         env: dict[str, str] | None = None,
         limits: Limits | None = None,
-        network: bool | None = None,
+        network: bool | str | None = None,
         tool: str | None = None,
         stdin: int | IO[Any] | None = subprocess.DEVNULL,
         stdout: int | IO[Any] | None = subprocess.PIPE,
@@ -157,11 +232,14 @@ class Sandbox:
         read_only: Sequence[str | os.PathLike[str]] = (),
         read_write: Sequence[str | os.PathLike[str]] = (),
         background: bool = False,
+        pass_fds: Sequence[int] = (),
     ) -> SandboxProcess:
         """Start ``argv`` in the sandbox and return its ``SandboxProcess`` (call ``release()`` when done with it).
 
-        ``cwd`` defaults to the workspace; ``network`` to the configuration's choice for ``tool``;
-        ``background=True`` ties the process to the sandbox's lifetime rather than the calling thread's.
+        ``cwd`` defaults to the workspace; ``network`` ("on", "off", "host"; True is "on", False "off") to the
+        configuration's choice for ``tool``;
+        ``background=True`` ties the process to the sandbox's lifetime rather than the calling thread's;
+        ``pass_fds`` are descriptors the command inherits (a channel of the caller's own, say).
         Raises ``SandboxRefused`` (a ``ToolError``) when the walls cannot be built, ``OSError`` when the
         command cannot be started.
         """
@@ -175,8 +253,12 @@ class Sandbox:
         layout = self.layout(workspace, read_only, read_write)
         workdir = Path(os.path.realpath(cwd)) if cwd is not None else layout.workspace
         lim = self.limits(limits)
-        net = self.settings.network_for(tool) if network is None else network
+        mode = _mode(self.settings.network_for(tool) if network is None else network)
+        plan, proxy_vars = self._plan(mode)
         child = self.env(env)
+        child.update(proxy_vars)
+        if env:  # the call's own variables win, even over the proxy's (NO_PROXY="" for instance)
+            child.update({str(k): str(v) for k, v in env.items()})
         if "PATH" in child:  # entries the command cannot see would only fail (Landlock: "permission denied")
             child["PATH"] = os.pathsep.join(
                 entry
@@ -188,8 +270,22 @@ class Sandbox:
             token = secrets.token_hex(8)
             child[_MARKER] = token
             marker = f"{_MARKER}={token}".encode()
+        host_run = self.settings.host_run if choice.name != "none" else ()
+        tripwire = (
+            Tripwire(layout.read_write, host_run, _quarantine(), keep_content=choice.name != "bwrap")
+            if host_run
+            else None
+        )
+        pinned: list[Path] = tripwire.found if tripwire is not None and choice.name == "bwrap" else []
         launch = choice.backend.prepare(
-            layout, list(argv), workdir, child, net, reuse=not (read_only or read_write)
+            layout,
+            list(argv),
+            workdir,
+            child,
+            plan,
+            reuse=not (read_only or read_write),
+            unix_sockets=self.settings.unix_sockets,
+            read_only_files=pinned,
         )
         need_cgroup = not launch.pid_namespace or bool(lim.max_processes or lim.memory_mb or lim.cpu_seconds)
         cgroup = Cgroup.create(lim) if need_cgroup else None
@@ -221,6 +317,7 @@ class Sandbox:
                 stderr=stderr,
                 start_new_session=True,
                 preexec_fn=preexec if steps else None,
+                pass_fds=[*launch.pass_fds, *pass_fds],
             )
 
         try:
@@ -246,6 +343,7 @@ class Sandbox:
             marker=marker,
             cleanup=launch.cleanup,
             on_release=self._forget,
+            tripwire=tripwire,
         )
         with self._lock:
             self._live.add(proc)
@@ -266,7 +364,7 @@ class Sandbox:
         env: dict[str, str] | None = None,
         timeout: float | None = None,
         limits: Limits | None = None,
-        network: bool | None = None,
+        network: bool | str | None = None,
         tool: str | None = None,
         input: bytes | None = None,
         split_output: bool = False,
@@ -274,6 +372,7 @@ class Sandbox:
         read_only: Sequence[str | os.PathLike[str]] = (),
         read_write: Sequence[str | os.PathLike[str]] = (),
         grace: float = 2.0,
+        pass_fds: Sequence[int] = (),
     ) -> RunResult:
         """Run ``argv`` to the end (or ``timeout`` seconds) and return what it did; never leaves a process.
 
@@ -283,6 +382,7 @@ class Sandbox:
         """
         lim = self.limits(limits)
         started = time.monotonic()
+        floor = _Floor(self.layout(workspace).workspace, lim.min_free_mb)
         proc = self.start(
             argv,
             cwd=cwd,
@@ -296,6 +396,7 @@ class Sandbox:
             stderr=subprocess.PIPE if split_output else subprocess.STDOUT,
             read_only=read_only,
             read_write=read_write,
+            pass_fds=pass_fds,
         )
         out = HeadTail.of(lim.max_output_bytes or DEFAULT_OUTPUT_BYTES)
         err = HeadTail.of(stderr_bytes or lim.max_output_bytes or DEFAULT_OUTPUT_BYTES)
@@ -326,7 +427,7 @@ class Sandbox:
                         break
                 if wait_exit(proc.popen, fd, wait):
                     break
-                limit = self._over_limit(proc, lim)
+                limit = self._over_limit(proc, lim) or floor.crossed()
                 if limit:
                     kill_note = proc.terminate(min(grace, 0.2))
                     break
@@ -358,6 +459,7 @@ class Sandbox:
             proc.release()
         killed = timed_out or bool(limit and kill_note)
         return RunResult(
+            quarantined=list(proc.quarantined),
             exit_code=None if killed else proc.popen.returncode,
             output=out.text(),
             stdout=out.text(),
@@ -404,6 +506,68 @@ class Sandbox:
         closer = getattr(self._choice.backend, "close", None) if self._choice is not None else None
         if callable(closer):
             closer()
+        with self._net_lock:
+            net, self._net = self._net, None
+        if net is not None:
+            net[1].close()
+            if net[0] is not None:
+                net[0].close()
+
+
+class _Floor:
+    """The free-space floor of one call: crossed when the workspace's file system drops below ``min_free_mb``
+    free *because of the call* (a disk that was already fuller may lose another 64 MiB at most)."""
+
+    def __init__(self, path: Path, min_free_mb: int | None) -> None:
+        self.path = str(path)
+        self.floor = 0
+        self.checked = 0.0
+        if min_free_mb:
+            at_start = self._free()
+            if at_start is not None:
+                self.floor = min(min_free_mb * 1024 * 1024, max(0, at_start - 64 * 1024 * 1024))
+
+    def _free(self) -> int | None:
+        try:
+            st = os.statvfs(self.path)
+        except OSError:
+            return None
+        return st.f_bavail * st.f_frsize
+
+    def crossed(self) -> str:
+        if not self.floor:
+            return ""
+        free = self._free()
+        return "disk" if free is not None and free < self.floor else ""
+
+
+def _quarantine() -> Path:
+    """Where host-run files planted by a call go (hermes's cache: hidden from every sandbox)."""
+    from .. import paths
+
+    return paths.cache_dir() / "quarantine"
+
+
+def _mode(value: bool | str) -> str:
+    if value is True:
+        return "on"
+    if value is False:
+        return "off"
+    if value not in ("on", "off", "host"):
+        raise ValueError(f'network must be "on", "off" or "host", not {value!r}')
+    return str(value)
+
+
+def proxy_env(port: int) -> dict[str, str]:
+    """The variables that send a command's HTTP(S), SOCKS and package-manager traffic to the proxy."""
+    http = f"http://127.0.0.1:{port}"
+    out = {}
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "FTP_PROXY"):
+        out[name] = out[name.lower()] = http
+    out["ALL_PROXY"] = out["all_proxy"] = f"socks5h://127.0.0.1:{port}"
+    out["NO_PROXY"] = out["no_proxy"] = "localhost,127.0.0.1,::1"
+    out["NODE_USE_ENV_PROXY"] = "1"  # Node's own fetch honours the variables only when asked to
+    return out
 
 
 _open: weakref.WeakSet[Sandbox] = weakref.WeakSet()

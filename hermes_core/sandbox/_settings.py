@@ -3,17 +3,28 @@
 ```toml
 [sandbox]
 backend = "auto"              # auto | bwrap | landlock | none
-network = "on"                # on | off: the default for every tool
+network = "on"                # on (through hermes's proxy) | off | host (the host's network: no walls)
+unix_sockets = false          # true: commands may make AF_UNIX sockets (socketpair always works)
+host_run = [".git/config", ...]   # files the host runs later: read-only inside (replaces the default list)
 pass_env = ["MY_SETTING"]     # host environment variables passed through unchanged
 env = { CI = "1" }            # set in every sandboxed command ({env = ...} / {file = ...} resolved)
 read_only = ["~/datasets"]    # extra paths visible read-only
 read_write = ["~/scratch"]    # extra paths visible read-write
 home_toolchains = [".pyenv"]  # folders under $HOME shown read-only (replaces the default list)
-[sandbox.limits]              # per call, for the whole process tree
+[sandbox.limits]              # per call, for the whole process tree (these are the defaults)
 memory_mb = 4096
 max_processes = 512
-cpu_seconds = 600
-max_file_mb = 4096
+cpu_seconds = 3600
+max_file_mb = 2048
+max_output_mb = 1
+min_free_mb = 512             # a call is ended when the workspace's disk gets below this much free space
+[sandbox.network]             # instead of `network = "on"`: the mode and what "on" reaches through the proxy
+mode = "on"
+allow = ["example.org", "*.example.com"]   # besides the package registries
+registries = true             # DEFAULT_REGISTRIES (PyPI, npm, crates.io, Go, RubyGems, Maven Central)
+ask = true                    # a name not listed asks for approval (headless: refused)
+allow_networks = []           # private, loopback... networks the proxy may reach anyway (as [plugins.web])
+resolve = {}                  # pinned names: { "pypi.internal" = "10.0.0.5" }
 [sandbox.tools.terminal]      # per-tool overrides
 network = "off"
 ```
@@ -21,6 +32,7 @@ network = "off"
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -28,9 +40,57 @@ from typing import Any
 
 from ..config import Config, ConfigError, resolve_secret
 
-__all__ = ["BACKENDS", "DEFAULT_TOOLCHAINS", "Limits", "SandboxSettings", "settings_from_config"]
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_HOST_RUN",
+    "DEFAULT_LIMITS",
+    "DEFAULT_REGISTRIES",
+    "DEFAULT_TOOLCHAINS",
+    "NETWORK_MODES",
+    "EgressSettings",
+    "Limits",
+    "SandboxSettings",
+    "settings_from_config",
+]
 
 BACKENDS = ("auto", "bwrap", "landlock", "none")
+NETWORK_MODES = ("on", "off", "host")
+
+# Package registries a sandboxed command may reach through the proxy unless [sandbox.network] registries = false.
+DEFAULT_REGISTRIES: tuple[str, ...] = (
+    "pypi.org",
+    "files.pythonhosted.org",
+    "registry.npmjs.org",
+    "registry.yarnpkg.com",
+    "crates.io",
+    "index.crates.io",
+    "static.crates.io",
+    "proxy.golang.org",
+    "sum.golang.org",
+    "rubygems.org",
+    "index.rubygems.org",
+    "repo.maven.apache.org",
+    "repo1.maven.org",
+)
+
+# Files the host runs (or lets configure what it runs) later, outside every wall: read-only inside the sandbox,
+# and the file tools ask before writing them. Paths relative to each writable root; "*" matches one name.
+DEFAULT_HOST_RUN: tuple[str, ...] = (
+    ".git/config",
+    ".git/hooks",
+    ".git/info",
+    ".git/modules/*/config",
+    ".git/modules/*/hooks",
+    ".git/modules/*/info",
+    ".envrc",
+    ".vscode/tasks.json",
+    ".vscode/settings.json",
+    ".vscode/launch.json",
+    ".idea",
+    "*/lib/python*/site-packages/*.pth",
+    "*/lib/python*/site-packages/sitecustomize.py",
+    "*/lib/python*/site-packages/usercustomize.py",
+)
 
 # Folders under $HOME that hold toolchains (interpreters, compilers, version managers) but no secrets.
 DEFAULT_TOOLCHAINS: tuple[str, ...] = (
@@ -65,6 +125,7 @@ class Limits:
     cpu_seconds: int | None = None
     max_file_mb: int | None = None
     max_output_bytes: int | None = None
+    min_free_mb: int | None = None
 
     def merged(self, other: Limits | None) -> Limits:
         """These limits with every limit ``other`` sets taking its place."""
@@ -76,31 +137,89 @@ class Limits:
         return replace(self, **changes)
 
 
+# What bounds a call when the configuration says nothing (each can be raised, lowered, or set per call).
+DEFAULT_LIMITS = Limits(
+    memory_mb=4096,
+    max_processes=512,
+    cpu_seconds=3600,
+    max_file_mb=2048,
+    max_output_bytes=1_000_000,
+    min_free_mb=512,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class EgressSettings:
+    """``[sandbox.network]``: which names the proxy lets a sandboxed command reach, and the SSRF exceptions."""
+
+    allow: tuple[str, ...] = ()
+    registries: bool = True
+    ask: bool = True
+    policy: Mapping[str, Any] = field(
+        default_factory=dict
+    )  # allow_networks / resolve, as NetworkPolicy reads
+
+    def names(self) -> tuple[str, ...]:
+        """Every allowed name pattern (the registries first when they are on)."""
+        return (*(DEFAULT_REGISTRIES if self.registries else ()), *self.allow)
+
+
 @dataclass(frozen=True, slots=True)
 class SandboxSettings:
-    """What the configuration says about sandboxing (defaults: strongest backend, network on)."""
+    """What the configuration says about sandboxing (defaults: strongest backend, network through the proxy)."""
 
     backend: str = "auto"
-    network: bool = True
-    tool_network: Mapping[str, bool] = field(default_factory=dict)
+    network: str = "on"
+    tool_network: Mapping[str, str] = field(default_factory=dict)
     pass_env: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     read_only: tuple[Path, ...] = ()
     read_write: tuple[Path, ...] = ()
     home_toolchains: tuple[str, ...] = DEFAULT_TOOLCHAINS
-    limits: Limits = field(default_factory=Limits)
+    limits: Limits = DEFAULT_LIMITS
+    egress: EgressSettings = field(default_factory=EgressSettings)
+    unix_sockets: bool = False
+    host_run: tuple[str, ...] = DEFAULT_HOST_RUN
 
-    def network_for(self, tool: str | None) -> bool:
-        """Whether a call of ``tool`` may use the network."""
+    def network_for(self, tool: str | None) -> str:
+        """The network mode of a call of ``tool``: "on", "off" or "host"."""
         if tool and tool in self.tool_network:
             return self.tool_network[tool]
         return self.network
 
 
-def _network(value: Any, where: str) -> bool:
-    if value in ("on", "off"):
-        return bool(value == "on")
-    raise ConfigError(f'[{where}] network must be "on" or "off", not {value!r}')
+def _network(value: Any, where: str) -> str:
+    if value in NETWORK_MODES:
+        return str(value)
+    raise ConfigError(f'[{where}] network must be "on", "off" or "host", not {value!r}')
+
+
+_HOST_PATTERN = re.compile(r"^(\*\.)?[a-z0-9_-]+(\.[a-z0-9_-]+)*$|^\[?[0-9a-f:.]+\]?$")
+
+
+def _egress(raw: Any) -> EgressSettings:
+    section = raw if isinstance(raw, dict) else {}
+    allow = section.get("allow") or []
+    if not isinstance(allow, list):
+        raise ConfigError("[sandbox.network] allow must be a list of host names")
+    for name in allow:
+        if not isinstance(name, str) or not _HOST_PATTERN.match(name.strip().lower().rstrip(".")):
+            raise ConfigError(
+                f"[sandbox.network] allow: {name!r} is not a host name, *.domain pattern or IP address"
+            )
+    from ..security import NetworkPolicy
+
+    policy = {k: section[k] for k in ("allow_networks", "resolve") if k in section}
+    try:
+        NetworkPolicy.from_config(policy)
+    except ValueError as err:
+        raise ConfigError(f"[sandbox.network] {err}") from None
+    return EgressSettings(
+        allow=tuple(str(a).strip().lower().rstrip(".") for a in allow),
+        registries=bool(section.get("registries", True)),
+        ask=bool(section.get("ask", True)),
+        policy=policy,
+    )
 
 
 def _paths(values: Any) -> tuple[Path, ...]:
@@ -124,7 +243,11 @@ def settings_from_config(config: Config | None) -> SandboxSettings:
     backend = raw.get("backend", "auto")
     if backend not in BACKENDS:
         raise ConfigError(f"[sandbox] backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-    network = _network(raw.get("network", "on"), "sandbox")
+    net_raw = raw.get("network", "on")
+    # `network = "off"` (a mode), or a [sandbox.network] table with `mode` and the proxy's settings
+    net_table = net_raw if isinstance(net_raw, dict) else {}
+    where = "sandbox.network" if net_table else "sandbox"
+    network = _network(net_table.get("mode", "on") if net_table else net_raw, where)
     tool_network = {
         name: _network(section["network"], f"sandbox.tools.{name}")
         for name, section in (raw.get("tools") or {}).items()
@@ -139,13 +262,19 @@ def settings_from_config(config: Config | None) -> SandboxSettings:
             raise ConfigError(f"[sandbox] env.{name} must be a string (or {{env = ...}} / {{file = ...}})")
         env[str(name)] = str(resolved)
     section = raw.get("limits") or {}
-    limits = Limits(
-        memory_mb=_positive(section, "memory_mb"),
-        max_processes=_positive(section, "max_processes"),
-        cpu_seconds=_positive(section, "cpu_seconds"),
-        max_file_mb=_positive(section, "max_file_mb"),
+    output_mb = _positive(section, "max_output_mb")
+    limits = DEFAULT_LIMITS.merged(
+        Limits(
+            memory_mb=_positive(section, "memory_mb"),
+            max_processes=_positive(section, "max_processes"),
+            cpu_seconds=_positive(section, "cpu_seconds"),
+            max_file_mb=_positive(section, "max_file_mb"),
+            max_output_bytes=output_mb * 1_000_000 if output_mb else None,
+            min_free_mb=_positive(section, "min_free_mb"),
+        )
     )
     toolchains = raw.get("home_toolchains")
+    host_run = raw.get("host_run")
     return SandboxSettings(
         backend=backend,
         network=network,
@@ -156,4 +285,7 @@ def settings_from_config(config: Config | None) -> SandboxSettings:
         read_write=_paths(raw.get("read_write")),
         home_toolchains=tuple(toolchains) if toolchains is not None else DEFAULT_TOOLCHAINS,
         limits=limits,
+        egress=_egress(net_table),
+        unix_sockets=bool(raw.get("unix_sockets", False)),
+        host_run=tuple(host_run) if host_run is not None else DEFAULT_HOST_RUN,
     )

@@ -4,8 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["Launch", "RunResult"]
+__all__ = ["Launch", "NetPlan", "RunResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class NetPlan:
+    """How one call reaches the network.
+
+    ``mode`` is "off" (nothing but the call's own loopback), "proxy" (only hermes's proxy: ``namespace`` is the
+    sandbox's ``NetNamespace`` to join, or, where none can be made, ``proxy_port`` is the one TCP port of the
+    host's loopback the call may connect to) or "host" (the host's network, an explicit choice).
+    """
+
+    mode: str
+    namespace: Any = None
+    proxy_port: int | None = None
 
 
 @dataclass(slots=True)
@@ -15,7 +30,8 @@ class Launch:
     ``preexec`` runs in the child between fork and exec (async-signal-safe work only: pre-built values);
     ``after_spawn`` runs in the parent once the child exists (close descriptors it inherited);
     ``cleanup`` runs when the whole tree is gone (remove private folders); ``command_at`` is where the
-    command itself starts in ``argv`` (after the backend's own launcher, if any).
+    command itself starts in ``argv`` (after the backend's own launcher, if any); ``pass_fds`` are descriptors
+    the launcher inherits (bwrap's seccomp program).
     """
 
     argv: list[str]
@@ -23,6 +39,7 @@ class Launch:
     cwd: str
     pid_namespace: bool
     command_at: int = 0
+    pass_fds: list[int] = field(default_factory=list)
     preexec: list[Callable[[], None]] = field(default_factory=list)
     after_spawn: list[Callable[[], None]] = field(default_factory=list)
     cleanup: list[Callable[[], None]] = field(default_factory=list)
@@ -36,8 +53,8 @@ class RunResult:
     shows ``-N`` (backends without a PID namespace) or ``128+N`` (bwrap reports it as its exit status).
     ``output`` is stdout and stderr interleaved unless they were asked for apart (``stdout``/``stderr``).
     ``omitted`` counts bytes cut from the middle; ``limit`` names the limit that ended it ("processes",
-    "memory", "cpu") and ``kill_note`` how it was ended; ``leftovers_killed`` says that processes outlived
-    the command and were ended with it.
+    "memory", "cpu", "disk") and ``kill_note`` how it was ended; ``leftovers_killed`` says that processes outlived
+    the command and were ended with it; ``quarantined`` names the host-run files it planted, now undone.
     """
 
     exit_code: int | None
@@ -52,3 +69,4 @@ class RunResult:
     kill_note: str
     leftovers_killed: bool
     backend: str
+    quarantined: list[str] = field(default_factory=list)

@@ -8,7 +8,9 @@ Refused: credential stores and private keys (read and write), ``/proc/*/environ`
 into its config, data, cache, plugins and results directories, for ``HERMES_HOME`` and the platform defaults,
 existing or not; reads of its configuration and approvals: see ``_protected``), and writes to system
 directories. Asked: shell startup files, SSH and git config, persistence points, ``.git/hooks``, ``.env``
-files, and anything outside the workspace. Allowed: the workspace, ``/tmp``, and reading public system files
+files, files the host runs later (``.git/info``, submodule config and hooks, a venv's ``*.pth``,
+``sitecustomize.py`` and ``usercustomize.py``, ``.envrc``, ``.vscode`` tasks and settings, ``.idea``), and
+anything outside the workspace. Allowed: the workspace, ``/tmp``, and reading public system files
 such as ``/etc/os-release``.
 """
 
@@ -72,6 +74,14 @@ _PERSISTENCE_SYSTEM = (
     "/etc/systemd",
     "/Library/LaunchDaemons",
     "/Library/LaunchAgents",
+)
+
+
+# Files the host runs (or that configure what it runs) later, outside the sandbox: the file tools ask first.
+# The sandbox keeps the same files read-only inside (``[sandbox] host_run``, hermes_core.sandbox).
+_HOST_RUN = re.compile(
+    r"/\.git/(info|modules/[^/]+/(config|hooks|info))(/|$)|/site-packages/([^/]+\.pth|sitecustomize\.py|"
+    r"usercustomize\.py)$|/\.envrc$|/\.vscode/(tasks|settings|launch)\.json$|/\.idea(/|$)"
 )
 
 
@@ -167,6 +177,11 @@ def _classify(
         return "ask", "a system persistence point (cron, systemd, launchd)"
     if "/.git/hooks/" in real + "/" or real.endswith("/.git/config") or real[-11:] == "/.git/hooks":
         return "ask", "git hooks or git config (they run or configure code)"
+    if _HOST_RUN.search(real):
+        return (
+            "ask",
+            "a file the host runs later (git, a virtual environment's startup files, .envrc, editor tasks)",
+        )
     if name == ".env" or name.startswith(".env.") or name.endswith(".env"):
         return "ask", "an .env file (it usually holds secrets)"
     if inside:

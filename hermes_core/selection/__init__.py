@@ -3,23 +3,47 @@
 - ``toolsets``: the toolset algebra (``Toolsets``, ``ALL``, ``ToolsetError``).
 - ``availability``: ``requires_env`` and ``check_fn`` verdicts (``Availability``, ``Unavailable``).
 - ``selector``: resolves a selection and renders its definitions (``Selector``).
+- ``deferral``: definitions under a budget, the rest behind ``tool_search`` (``Deferral``, ``SearchSettings``,
+  ``LoadedTools``, ``SearchResult``).
+- ``ranking``: the tool ranker seam and the built-in lexical ranker (``Ranker``, ``ToolDoc``, ``BM25Ranker``).
 """
 
 from .availability import Availability, Unavailable, takes_system
+from .deferral import (
+    SEARCH_TOOL,
+    Deferral,
+    LoadedTools,
+    SearchResult,
+    SearchSettings,
+    ToolMatch,
+    estimate_tokens,
+)
+from .ranking import BM25Ranker, Ranker, RankerFactory, ToolDoc
 from .selector import Names, Selection, Selector, names_key
 from .toolsets import ALL, CompositeToolset, ToolsetError, Toolsets, UnknownToolsetError
 
 __all__ = [
     "ALL",
+    "SEARCH_TOOL",
     "Availability",
+    "BM25Ranker",
     "CompositeToolset",
+    "Deferral",
+    "LoadedTools",
     "Names",
+    "Ranker",
+    "RankerFactory",
+    "SearchResult",
+    "SearchSettings",
     "Selection",
     "Selector",
+    "ToolDoc",
+    "ToolMatch",
     "ToolsetError",
     "Toolsets",
     "Unavailable",
     "UnknownToolsetError",
+    "estimate_tokens",
     "names_key",
     "takes_system",
 ]

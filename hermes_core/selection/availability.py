@@ -2,7 +2,8 @@
 
 A check is ``check_fn()`` or, when it declares a ``system`` parameter, ``check_fn(system)``. It returns a truth
 value, ``(ok, reason)``, or ``Unavailable(reason, by_design=True)`` for a tool that is hidden on purpose in this
-setting (``clarify`` without a way to ask the user): the doctor does not count that as a problem. It runs on a small thread pool with a timeout, so a check that hangs hides its tool (with that
+setting (``clarify`` without a way to ask the user): the doctor does not count that as a problem; an
+``Unavailable`` with a ``fix`` gives the doctor its remedy. It runs on a small thread pool with a timeout, so a check that hangs hides its tool (with that
 reason) instead of hanging ``definitions()``; a hung check is not resubmitted while it is still running.
 """
 
@@ -52,6 +53,7 @@ class Availability:
         self.by_design: set[str] = (
             set()
         )  # tools whose last verdict hid them on purpose (Unavailable.by_design)
+        self.fixes: dict[str, str] = {}  # tool -> the remedy its last Unavailable verdict named
 
     def invalidate(self) -> None:
         """Forget every verdict (the next query re-runs the checks)."""
@@ -121,8 +123,11 @@ class Availability:
         if isinstance(result, Unavailable):
             if result.by_design:
                 self.by_design.add(entry.name)
+            if result.fix:
+                self.fixes[entry.name] = result.fix
             return False, result.reason or "check failed"
         self.by_design.discard(entry.name)
+        self.fixes.pop(entry.name, None)
         if isinstance(result, tuple) and len(result) == 2:  # (ok, reason) from a check that explains itself
             return bool(result[0]), str(result[1] or ("" if result[0] else "check failed"))
         return (True, "") if result else (False, "check_fn returned False")

@@ -15,9 +15,10 @@ from typing import Any
 
 from ..registry import ToolEntry, ToolRegistry
 from .availability import Availability, takes_system
+from .deferral import SEARCH_TOOL
 from .toolsets import Toolsets
 
-__all__ = ["Names", "Selection", "Selector"]
+__all__ = ["Names", "Runnable", "Selection", "Selector"]
 
 log = logging.getLogger("hermes")
 
@@ -46,6 +47,21 @@ class Selection:
     selected: frozenset[str]
     hidden: dict[str, str]
     rendered: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    deferred: dict[str, bool] = field(
+        default_factory=dict
+    )  # search mode -> whether this selection is deferred
+    runnable: frozenset[str] = frozenset()  # what calls may run: ``available`` plus the search tool
+    for_calls: Runnable | None = None
+
+
+class Runnable:
+    """What the call pipeline reads of a selection: the tools a call may run, and why others are hidden."""
+
+    __slots__ = ("available", "hidden")
+
+    def __init__(self, available: frozenset[str], hidden: dict[str, str]) -> None:
+        self.available = available
+        self.hidden = hidden
 
 
 class Selector:
@@ -76,6 +92,7 @@ class Selector:
         self._config_disabled_tools = tuple(config_disabled_tools)
         self._owner = owner
         self._selections: dict[tuple[Any, ...], Selection] = {}
+        self._selected_of: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
         self._default: Selection | None = None
 
     def select(self, enabled: Names, disabled: Names, disabled_tools: Names) -> Selection:
@@ -102,26 +119,53 @@ class Selector:
 
     __call__ = select
 
+    def selected(self, runnable: frozenset[str]) -> frozenset[str]:
+        """The ``available`` set of the selection whose ``runnable`` set this is (itself when they are one)."""
+        found = self._selected_of.get(id(runnable))
+        return found[1] if found is not None and found[0] is runnable else runnable
+
+    def select_for_calls(self, enabled: Names, disabled: Names, disabled_tools: Names) -> Runnable:
+        """What a call with this selection may run (the pipeline's view of ``select``)."""
+        sel = self.select(enabled, disabled, disabled_tools)
+        assert sel.for_calls is not None
+        return sel.for_calls
+
     def _resolve(self, key: tuple[Any, ...], stamp: tuple[int, int], prior: Selection | None) -> Selection:
         enabled, disabled, disabled_tools = key
         if disabled is None:
             disabled = self.default_disabled if self.default_disabled is not None else self._config_disabled
+        if disabled_tools is None:
+            disabled_tools = self._config_disabled_tools
         selected = self.toolsets.resolve(
-            enabled if enabled is not None else self.default_enabled,
-            disabled,
-            disabled_tools if disabled_tools is not None else self._config_disabled_tools,
+            enabled if enabled is not None else self.default_enabled, disabled, disabled_tools
         )
         entries = [e for e in self.registry.entries() if e.name in selected]
         verdicts = self.availability.verdicts(entries)
         available = frozenset(n for n, (ok, _) in verdicts.items() if ok)
         hidden = {n: reason for n, (ok, reason) in verdicts.items() if not ok}
         sel = Selection(*stamp, time.monotonic() + self.availability.ttl, available, selected, hidden)
+        runnable = available
+        if (
+            SEARCH_TOOL not in available
+            and SEARCH_TOOL in self.registry
+            and self.toolsets.resolve((SEARCH_TOOL,), disabled, disabled_tools)
+        ):
+            # the search tool may run in every selection (it finds only the selection's own tools and is sent
+            # only when some are deferred); disabling it by name or toolset still takes it away
+            runnable = available | {SEARCH_TOOL}
+        sel.runnable = runnable
+        sel.for_calls = Runnable(runnable, hidden)
+        if runnable is not available:  # a call's context lists what it selected, not the search tool
+            if len(self._selected_of) > 512:
+                self._selected_of.clear()
+            self._selected_of[id(runnable)] = (runnable, available)
         if (
             prior is not None
             and (prior.generation, prior.toolsets_version) == stamp
             and prior.available == available
         ):
             sel.rendered = prior.rendered  # same tools, same schemas: keep the rendered lists
+            sel.deferred = prior.deferred
         if len(self._selections) > 256:
             self._selections.clear()
         self._selections[key] = sel
@@ -154,7 +198,8 @@ class Selector:
         return schema
 
     def definitions(self, sel: Selection, format: str) -> list[dict[str, Any]]:
-        """The rendered definitions of ``sel``'s available tools in ``format`` (cached on the selection)."""
+        """The rendered definitions of ``sel``'s available tools in ``format``, all of them but the search tool
+        (cached on the selection)."""
         rendered = sel.rendered.get(format)
         if rendered is None:
             from ..schema import render  # the provider formats load with the first definitions
@@ -162,7 +207,7 @@ class Selector:
             rendered = [
                 render(self.tool_schema(e, sel.available), format)
                 for e in self.registry.entries()
-                if e.name in sel.available
+                if e.name in sel.available and e.name != SEARCH_TOOL
             ]
             sel.rendered[format] = rendered
         return rendered

@@ -34,6 +34,9 @@ def make_system(workspace: Path) -> Iterator[MakeSystem]:
             **load_kwargs: Any,
         ) -> ToolSystem:
             cfg = dict(config or {})
+            cfg.setdefault(
+                "tools", {"search": "off"}
+            )  # these tests are about the loop; tool search has its own
             if models is not None:
                 cfg["models"] = models
             load_kwargs.setdefault("workspace", workspace)

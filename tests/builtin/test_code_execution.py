@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -270,46 +268,34 @@ def test_more_than_max_tool_calls_is_refused(ws: Path) -> None:
 
 
 def test_socket_token_is_enforced(system: ToolSystem, ws: Path) -> None:
+    # the bridge has no name anywhere (an inherited socket pair): only the script reaches it, and even then a
+    # request without the run's token, or a descriptor that is not a socket, is refused
     code = (
-        "import hermes_tools, os, time\n"
-        "open('sock.txt', 'w').write(hermes_tools._PATH)\n"
-        "deadline = time.time() + 20\n"
-        "while not os.path.exists('go.txt') and time.time() < deadline:\n"
-        "    time.sleep(0.02)\n"
+        "import hermes_tools, json, os, socket\n"
+        "channel = socket.socket(fileno=hermes_tools._FD)\n"
+        "replies = []\n"
+        "for request in (\n"
+        "    {'token': '0' * 32, 'tool': 'write_file', 'arguments': {'path': 'evil.txt', 'content': 'x'}},\n"
+        "    {'tool': 'write_file', 'arguments': {'path': 'evil.txt', 'content': 'x'}},\n"
+        "):\n"
+        "    mine, theirs = socket.socketpair()\n"
+        "    socket.send_fds(channel, [b'call'], [theirs.fileno()])\n"
+        "    theirs.close()\n"
+        "    mine.sendall(json.dumps(request).encode() + b'\\n')\n"
+        "    mine.shutdown(socket.SHUT_WR)\n"
+        "    replies.append(json.loads(mine.makefile('rb').read()))\n"
+        "    mine.close()\n"
+        "fd = os.open('plain.txt', os.O_CREAT | os.O_RDWR)\n"
+        "socket.send_fds(channel, [b'call'], [fd])\n"
+        "print(json.dumps([r['status'] for r in replies]), all('invalid token' in r['result'] for r in replies))\n"
         "print(hermes_tools.todo(action='list'))\n"
     )
-    box: dict[str, str] = {}
-    worker = threading.Thread(target=lambda: box.update(result=system.call("execute_code", {"code": code})))
-    worker.start()
-    try:
-        deadline = time.monotonic() + 15
-        while not (ws / "sock.txt").exists() or not (ws / "sock.txt").read_text():
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        path = (ws / "sock.txt").read_text()
-        assert os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700
-        replies = []
-        for request in (
-            {"token": "0" * 32, "tool": "write_file", "arguments": {"path": "evil.txt", "content": "x"}},
-            {"tool": "write_file", "arguments": {"path": "evil.txt", "content": "x"}},
-        ):
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-                sock.settimeout(5)
-                sock.connect(path)
-                sock.sendall(json.dumps(request).encode() + b"\n")
-                sock.shutdown(socket.SHUT_WR)
-                replies.append(json.loads(sock.makefile("rb").read()))
-    finally:
-        (ws / "go.txt").write_text("go")
-        worker.join(30)
-    assert [r["status"] for r in replies] == ["denied", "denied"]
-    assert all("invalid token" in r["result"] for r in replies)
+    data = json.loads(system.call("execute_code", {"code": code}))
+    assert data["exit_code"] == 0, data
+    assert data["stdout"].startswith('["denied", "denied"] True'), data
     assert not (ws / "evil.txt").exists()
-    data = json.loads(box["result"])
-    assert data["exit_code"] == 0
     assert [c["tool"] for c in data["tool_calls"]] == ["todo"]  # only the script's own, authenticated call
-    assert data["notes"] == ["2 malformed or unauthenticated bridge requests were refused"]
-    assert not os.path.exists(path)  # the private directory is removed afterwards
+    assert data["notes"] == ["3 malformed or unauthenticated bridge requests were refused"]
 
 
 # -- approvals ----------------------------------------------------------------------------------------
@@ -520,22 +506,6 @@ def test_script_sees_the_hosts_packages_prefix_and_builtins(system: ToolSystem) 
     assert data["stdout"].splitlines() == [sys.prefix, "True True True"]
 
 
-def test_runs_share_a_session_folder_that_goes_with_the_session(ws: Path) -> None:
-    system = _load(ws)
-    try:
-        code = "import hermes_tools, os\nprint(os.path.dirname(hermes_tools._PATH))"
-        first = _run(system, code)["stdout"].strip()
-        second = _run(system, code)["stdout"].strip()
-        assert first != second and os.path.dirname(first) == os.path.dirname(second)
-        session_dir = Path(os.path.dirname(first))
-        assert not Path(first).exists() and not Path(second).exists()  # each run's folder goes with it
-        assert sorted(p.name for p in session_dir.iterdir()) == ["_hermes_boot.py", "_hermes_runner.py"]
-        system.close_session(system.session_id)
-        assert not session_dir.exists()
-    finally:
-        system.close()
-
-
 def test_an_import_that_needs_a_pth_file_runs_site_late(tmp_path: Path) -> None:
     """The bootstrap itself (no sandbox): a package reachable only through a .pth file in a site directory
     imports, because an import that finds nothing runs site's .pth processing once."""
@@ -550,15 +520,15 @@ def test_an_import_that_needs_a_pth_file_runs_site_late(tmp_path: Path) -> None:
     (extra / "late_pkg.py").write_text("VALUE = 42\n")
     (site_dir / "extra.pth").write_text(f"{extra}\n")
     (run / "script.py").write_text("import late_pkg\nprint(late_pkg.VALUE)\nimport nothing_at_all\n")
-    boot = tmp_path / "boot.py"
+    boot = run / _code_sandbox.BOOT_NAME
     source = _code_sandbox.BOOTSTRAP.replace("{site_dirs!r}", repr([str(site_dir)]))
     boot.write_text(source.replace("{prefixes!r}", repr((sys.prefix, sys.exec_prefix))))
     done = subprocess.run(
-        [sys.executable, "-I", "-S", "-B", str(boot), str(run)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-I", "-S", "-B", str(boot)], capture_output=True, text=True, timeout=60
     )
     assert done.stdout == "42\n"
     assert done.returncode == 1 and "No module named 'nothing_at_all'" in done.stderr
-    assert "_hermes_boot" not in done.stderr and "boot.py" not in done.stderr  # no frame of the bootstrap
+    assert "_hermes_boot" not in done.stderr  # no frame of the bootstrap
 
 
 # -- the warm interpreter of a session -------------------------------------------------------------------
@@ -568,7 +538,7 @@ _LINEAGE = (
     "def parent(pid):\n"
     "    return int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])\n"
     "shepherd = os.getppid()\n"
-    "print(parent(shepherd), open(f'/proc/{parent(shepherd)}/cmdline', 'rb').read().count(b'_hermes_runner'))\n"
+    "print(parent(shepherd), open(f'/proc/{parent(shepherd)}/cmdline', 'rb').read().count(b'hermes-runner-'))\n"
 )
 
 
@@ -588,7 +558,7 @@ def test_a_script_that_kills_its_interpreter_ends_alone(system: ToolSystem) -> N
     code = (
         "import os, signal\n"
         "for name in os.listdir('/proc'):\n"
-        "    if name.isdigit() and b'_hermes_runner' in open(f'/proc/{name}/cmdline', 'rb').read():\n"
+        "    if name.isdigit() and b'hermes-runner-' in open(f'/proc/{name}/cmdline', 'rb').read():\n"
         "        os.kill(int(name), signal.SIGKILL)\n"
         "import time\ntime.sleep(5)\n"
     )
@@ -621,7 +591,7 @@ def test_without_a_pid_namespace_scripts_run_the_cold_way(ws: Path) -> None:
         "pid, found = os.getpid(), 0\n"
         "for _ in range(4):\n"
         "    pid = int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])\n"
-        "    found += open(f'/proc/{pid}/cmdline', 'rb').read().count(b'_hermes_runner')\n"
+        "    found += open(f'/proc/{pid}/cmdline', 'rb').read().count(b'hermes-runner-')\n"
         "print(found)\n"
     )
     with _load(ws, {"sandbox": {"backend": "none"}}) as system:

@@ -176,10 +176,10 @@ def test_state_files_cannot_be_overwritten_but_their_tools_work(
     assert "and short lines" in builtin_system.call("memory", {"action": "read"})
 
 
-def test_cronjob_is_not_callable_when_only_hermes_cli_is_offered(workspace: Path) -> None:
+def test_cronjob_is_not_callable_when_only_hermes_core_is_offered(workspace: Path) -> None:
     with ToolSystem.load(
         load_entry_points=False, plugins_dir=False, plugins=[hermes_builtin.plugin], workspace=workspace,
-        enabled=["hermes-cli"],
+        enabled=["hermes-core"],
     ) as system:  # fmt: skip
         outcome = system.call_outcome("cronjob", {"action": "list"})
         assert outcome.status == "error" and "not enabled for this conversation" in outcome.result

@@ -65,13 +65,46 @@ def test_size_cap_gives_a_clear_error_and_keeps_old_entries(builtin_system: Tool
     ("args", "needle"),
     [
         ({"action": "remove", "id": 7}, "no entry 7"),
-        ({"action": "replace", "content": "x"}, "needs 'id'"),
+        ({"action": "replace", "content": "x"}, "needs 'old_text'"),
+        ({"action": "remove", "old_text": "nothing like it"}, "no entry of memory 'notes' contains"),
         ({"action": "add", "content": "   "}, "non-empty 'content'"),
     ],
 )
 def test_bad_requests(builtin_system: ToolSystem, args: dict[str, Any], needle: str) -> None:
     outcome = builtin_system.call_outcome("memory", args)
     assert outcome.status == "error" and needle in outcome.result
+
+
+def test_replace_and_remove_by_matching_text(builtin_system: ToolSystem) -> None:
+    for text in ("Tests run with pytest -x", "Deploys go through staging first", "The user prefers tabs"):
+        assert builtin_system.call_outcome("memory", {"action": "add", "content": text}).ok
+    out = builtin_system.call(
+        "memory", {"action": "replace", "old_text": "staging", "content": "Deploys go through canary first"}
+    )
+    assert out.startswith("Replaced entry 2.")
+    assert builtin_system.call("memory", {"action": "remove", "old_text": "prefers  tabs"}).startswith(
+        "Removed entry 3."  # spaces are normalised, as the model may copy them loosely
+    )
+    listing = builtin_system.call("memory", {"action": "read"})
+    assert "[2] Deploys go through canary first" in listing and "tabs" not in listing
+
+
+def test_an_ambiguous_match_is_refused_with_the_candidates(builtin_system: ToolSystem) -> None:
+    for text in ("Run tests with pytest", "Run linters with ruff", "Run"):
+        builtin_system.call("memory", {"action": "add", "content": text})
+    before = builtin_system.call("memory", {"action": "read"})
+    outcome = builtin_system.call_outcome("memory", {"action": "remove", "old_text": "with"})
+    assert (
+        outcome.status == "error"
+        and "matches 2 entries" in outcome.result
+        and "nothing was changed" in outcome.result
+    )
+    assert "[1] Run tests with pytest" in outcome.result and "[2] Run linters with ruff" in outcome.result
+    assert builtin_system.call("memory", {"action": "read"}) == before
+    # an entry that equals the text exactly is the one meant, even when others contain it
+    assert builtin_system.call("memory", {"action": "remove", "old_text": "Run"}).startswith(
+        "Removed entry 3."
+    )
 
 
 @pytest.mark.parametrize(

@@ -194,7 +194,7 @@ def test_binary_and_missing_linked_files(builtin_system: ToolSystem) -> None:
     _ok(builtin_system, "skill_manage", {"action": "create", "name": "bin", "content": _md("bin")})
     (builtin_system.data_dir / "skills" / "bin" / "blob.dat").write_bytes(b"\xff\xfe\x00\x01")
     assert "not a text file" in _err(builtin_system, "skill_view", {"name": "bin", "file_path": "blob.dat"})
-    assert "SKILL.md is changed with action edit" in _err(
+    assert "SKILL.md is changed with action patch or edit" in _err(
         builtin_system,
         "skill_manage",
         {"action": "write_file", "name": "bin", "file_path": "SKILL.md", "content": "x"},

@@ -37,6 +37,52 @@ def test_add_update_list_clear_round_trip(builtin_system: ToolSystem) -> None:
     assert "[ ] 4. again" in builtin_system.call("todo", {"action": "add", "items": ["again"]})
 
 
+def test_write_replaces_the_whole_list(builtin_system: ToolSystem) -> None:
+    builtin_system.call("todo", {"action": "add", "items": ["old one", "old two"]})
+    todos = [
+        {"content": "read the issue", "status": "completed"},
+        {"content": "write the fix", "status": "in_progress"},
+        {"content": "run the tests"},
+    ]
+    out = builtin_system.call("todo", {"action": "write", "todos": todos})
+    assert out.splitlines() == [
+        "Todo (3 tasks, 1 completed):",
+        "[x] 3. read the issue",
+        "[>] 4. write the fix",
+        "[ ] 5. run the tests",
+    ]
+    kept = builtin_system.call(
+        "todo", {"action": "write", "todos": [{"id": 4, "content": "write the fix", "status": "completed"}]}
+    )
+    assert kept.splitlines() == ["Todo (1 tasks, 1 completed):", "[x] 4. write the fix"]  # its id is kept
+
+
+def test_write_with_merge_changes_by_id_and_adds_the_rest(builtin_system: ToolSystem) -> None:
+    builtin_system.call("todo", {"action": "add", "items": ["parse", "test", "ship"]})
+    merged = [
+        {"id": 1, "status": "completed"},
+        {"id": 2, "content": "test the parser", "status": "in_progress"},
+        {"content": "write the changelog"},
+        {"id": 99, "content": "tag the release"},  # an id nobody has: added, with that id
+    ]
+    out = builtin_system.call("todo", {"action": "write", "todos": merged, "merge": True})
+    assert out.splitlines() == [
+        "Todo (5 tasks, 1 completed):",
+        "[x] 1. parse",
+        "[>] 2. test the parser",
+        "[ ] 3. ship",
+        "[ ] 4. write the changelog",
+        "[ ] 99. tag the release",
+    ]
+    before = builtin_system.call("todo", {"action": "list"})
+    bad = builtin_system.call_outcome(
+        "todo", {"action": "write", "todos": [{"status": "completed"}], "merge": True}
+    )
+    assert bad.status == "error" and "a new task needs 'content'" in bad.result
+    assert builtin_system.call("todo", {"action": "list"}) == before  # nothing half-applied
+    assert "needs 'todos'" in builtin_system.call("todo", {"action": "write"})
+
+
 def test_lists_are_per_session_and_persist(
     builtin_system: ToolSystem, make_builtin_system: Callable[..., ToolSystem]
 ) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from hermes_builtin.toolsets import BROWSER_TOOLS, CORE, TOOLSETS
+from hermes_builtin.toolsets import BROWSER_TOOLS, CORE
 from hermes_core import ToolSystem
 from hermes_core.cli import cli
 from hermes_core.schema import render
@@ -31,7 +31,6 @@ def test_toolset_membership(make_builtin_system: Callable[..., ToolSystem]) -> N
     assert {"web_search", "web_extract", "vision_analyze"} <= set(system.toolsets.expand("hermes-cli"))
     assert not set(BROWSER_TOOLS) & set(CORE)  # a browser is opt-in: it starts Chromium
     assert {"web_search", "web_extract", "read_file", "terminal"} <= set(system.toolsets.expand("debugging"))
-    assert "web" in TOOLSETS["debugging"]["includes"]
 
 
 def test_unconfigured_tools_stay_hidden_in_the_baseline(

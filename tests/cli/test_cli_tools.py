@@ -96,6 +96,7 @@ def test_toolsets_report_resolved_tools_and_sizes(greet_home: Path, run: Run) ->
     friendly = rows["friendly"]
     assert friendly["kind"] == "composite" and friendly["plugin"] == "config"
     assert friendly["tools"] == ["greet", "greet_fail"]  # secret_greet is hidden by its missing variable
+    assert friendly["members"] == ["greet", "greet_fail", "secret_greet"]
     assert friendly["hidden"] == {"secret_greet": "missing environment variable HERMES_TEST_GREET_TOKEN"}
     defs = run_json(run, "schema", "export", "--toolset", "greetings")
     assert greetings["chars"] == len(json.dumps(defs))
@@ -107,8 +108,8 @@ def test_toolsets_plain_columns(greet_home: Path, run: Run) -> None:
     result = run("toolsets")
     assert result.exit_code == 0
     line = next(x for x in result.stdout.splitlines() if x.startswith("greetings\t"))
-    _name, kind, count, chars, tokens, tools = line.split("\t")
-    assert (kind, count, tools) == ("atomic", "2", "greet,greet_fail")
+    _name, kind, count, members, chars, tokens, tools = line.split("\t")
+    assert (kind, count, members, tools) == ("atomic", "2", "2", "greet,greet_fail")
     assert int(tokens) == int(chars) // 4
     assert "selected by the configuration" in result.stderr
 

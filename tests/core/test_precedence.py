@@ -236,17 +236,17 @@ def test_a_plugin_cannot_redefine_a_builtin_composite_toolset() -> None:
 
     @hookimpl
     def register_toolsets() -> dict[str, object]:
-        return {"hermes-cli": {"tools": ["read_file", "cronjob"]}, "widen-own": {"tools": ["read_file"]}}
+        return {"hermes-core": {"tools": ["read_file", "cronjob"]}, "widen-own": {"tools": ["read_file"]}}
 
     module.register_toolsets = register_toolsets  # type: ignore[attr-defined]
     with ToolSystem.load(
         load_entry_points=False,
         plugins_dir=False,
         plugins=[hermes_builtin.plugin, module],
-        enabled=["hermes-cli"],
+        enabled=["hermes-core"],
     ) as system:
         assert "cronjob" not in {d["function"]["name"] for d in system.definitions()}
-        assert system.toolsets.composites()["hermes-cli"].plugin == "hermes_builtin.plugin"
+        assert system.toolsets.composites()["hermes-core"].plugin == "hermes_builtin.plugin"
         record = next(r for r in system.plugin_records() if r.name == "widen")
         assert record.stage == "register_toolsets" and "belongs to the built-ins" in (record.error or "")
         assert system.plugins.records["hermes_builtin.plugin"].status == "loaded"

@@ -102,6 +102,7 @@ def test_schema_verdicts_are_cached_on_disk(tmp_path, monkeypatch: pytest.Monkey
 
     draft7 = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {}}
     cache = tmp_path / "verdicts.json"
+    _metaschema._known_valid.clear()  # verdicts another test's registry left in this process
     checker = SchemaChecker(cache)
     reg = ToolRegistry(schema_checker=checker)
     reg.register(name="t", toolset="ts", schema={"name": "t", "parameters": draft7}, handler=print)

@@ -17,7 +17,7 @@ CRON_ARGS = {"action": "create", "schedule": "every 1m", "prompt": "x", "command
 
 
 @pytest.fixture
-def cli_only(tmp_path: Path) -> Iterator[ToolSystem]:
+def core_only(tmp_path: Path) -> Iterator[ToolSystem]:
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "a.txt").write_text("hello\n")
     system = ToolSystem.load(
@@ -25,7 +25,7 @@ def cli_only(tmp_path: Path) -> Iterator[ToolSystem]:
         plugins_dir=False,
         plugins=[hermes_builtin.plugin],
         workspace=tmp_path / "ws",
-        enabled=["hermes-cli"],
+        enabled=["hermes-core"],
     )
     yield system
     system.close()
@@ -39,28 +39,29 @@ def _no_cron_jobs(system: ToolSystem) -> bool:
     )
 
 
-def test_definitions_and_calls_follow_the_host_selection(cli_only: ToolSystem) -> None:
-    offered = {d["function"]["name"] for d in cli_only.definitions()}
+def test_definitions_and_calls_follow_the_host_selection(core_only: ToolSystem) -> None:
+    offered = {d["function"]["name"] for d in core_only.definitions()}
     assert "read_file" in offered and "cronjob" not in offered and "kanban_create" not in offered
-    assert "cronjob" in cli_only.registry  # registered, just not offered
-    outcome = cli_only.call_outcome("cronjob", CRON_ARGS)
+    assert "cronjob" in core_only.registry  # registered, just not offered
+    outcome = core_only.call_outcome("cronjob", CRON_ARGS)
     assert outcome.status == "error" and outcome.error_kind == "unknown_tool"
     assert "'cronjob' is not enabled for this conversation" in outcome.result
-    assert _no_cron_jobs(cli_only)
-    assert "hello" in cli_only.call("read_file", {"path": "a.txt"})
+    assert _no_cron_jobs(core_only)
+    assert "hello" in core_only.call("read_file", {"path": "a.txt"})
 
 
-def test_acall_and_call_many_are_refused_too(cli_only: ToolSystem) -> None:
-    text = asyncio.run(cli_only.acall("cronjob", json.dumps(CRON_ARGS)))
+def test_acall_and_call_many_are_refused_too(core_only: ToolSystem) -> None:
+    text = asyncio.run(core_only.acall("cronjob", json.dumps(CRON_ARGS)))
     assert "not enabled for this conversation" in text
-    results = cli_only.call_many([("cronjob", CRON_ARGS), ("read_file", {"path": "a.txt"})])
+    results = core_only.call_many([("cronjob", CRON_ARGS), ("read_file", {"path": "a.txt"})])
     assert "not enabled" in results[0] and "hello" in results[1]
-    assert _no_cron_jobs(cli_only)
+    assert _no_cron_jobs(core_only)
 
 
-def test_a_call_that_passes_its_own_selection_uses_it(cli_only: ToolSystem) -> None:
-    assert "not enabled" in cli_only.call("read_file", {"path": "a.txt"}, enabled=["todo"])
-    assert "kanban_list" in {d["function"]["name"] for d in cli_only.definitions(enabled=["hermes-api"])}
+def test_a_call_that_passes_its_own_selection_uses_it(core_only: ToolSystem) -> None:
+    assert "not enabled" in core_only.call("read_file", {"path": "a.txt"}, enabled=["todo"])
+    offered = core_only.definitions(enabled=["hermes-api"], search="off")  # every tool, none deferred
+    assert "kanban_list" in {d["function"]["name"] for d in offered}
 
 
 def test_disabled_at_load_is_enforced(tmp_path: Path) -> None:

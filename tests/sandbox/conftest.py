@@ -75,3 +75,18 @@ def victim() -> Iterator[tuple[subprocess.Popen[bytes], str, str]]:
     yield proc, marker, secret
     proc.kill()
     proc.wait()
+
+
+@pytest.fixture
+def plain_root() -> Iterator[Path]:
+    """A folder the plain user owns and can reach (pytest's own temporary folders are private to root)."""
+    import shutil
+    import tempfile
+
+    from sandbox_stage import PLAIN_UID
+
+    root = Path(tempfile.mkdtemp(prefix="hermes-plain-"))
+    root.chmod(0o755)
+    os.chown(root, PLAIN_UID, PLAIN_UID)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)

@@ -10,7 +10,11 @@ Every test runs under each backend the machine has (``backend``), through each c
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import shutil
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -121,3 +125,81 @@ def state_of(pid: int) -> str:
     except OSError:
         return ""
     return stat[stat.rfind(b")") + 2 :].split()[0].decode()
+
+
+# -- a host run by a plain user (uid 65534), for the attacks that must fail without root too -------------------
+
+PLAIN_UID = 65534
+PLAIN_HOST = r"""
+import sys
+import hermes_builtin.plugin
+from hermes_core import ToolSystem
+from hermes_core.testing import unguarded
+
+workspace, backend, command, network = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+system = unguarded(ToolSystem.load(
+    load_entry_points=False, plugins_dir=False, plugins=[hermes_builtin.plugin], workspace=workspace,
+    config={"sandbox": {"backend": backend, "network": network}},
+))
+print(system.call("terminal", {"command": command, "timeout": 60}))
+system.close()
+"""
+
+
+def plain_python() -> list[str]:
+    """A command line that starts this test's Python as uid 65534 with hermes importable, or skips."""
+    import pytest
+
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("running as a plain user needs root (to drop to uid 65534) and setpriv")
+    drop = [setpriv, f"--reuid={PLAIN_UID}", f"--regid={PLAIN_UID}", "--clear-groups"]
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for python in (sys.executable, shutil.which(version) or ""):
+        if not python:
+            continue
+        probe = subprocess.run(
+            [*drop, python, "-c", "import hermes_core, hermes_builtin, pluggy"],
+            env={"PATH": os.environ["PATH"], "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+            capture_output=True,
+        )
+        if probe.returncode == 0:
+            return [*drop, python]
+    pytest.skip(f"no {version} that uid {PLAIN_UID} may run with hermes importable (its folders are private)")
+
+
+def run_as_plain_user(
+    root: Path, backend: str, files: dict[str, str], command: str, network: str = "on"
+) -> str:
+    """Run ``command`` through ``terminal`` in a tool system (every guard off) hosted by uid 65534, in a
+    workspace below ``root`` holding ``files``; returns what the model would see."""
+    import pytest
+
+    from hermes_core.sandbox import choose_backend
+
+    if choose_backend(backend).backend is None:
+        pytest.skip(f"the {backend} backend is not usable here")
+    python = plain_python()
+    workspace, home = root / "ws", root / "home"
+    for folder in (workspace, home):
+        folder.mkdir(exist_ok=True)
+        os.chown(folder, PLAIN_UID, PLAIN_UID)
+    for name, text in files.items():
+        (workspace / name).write_text(text)
+        os.chown(workspace / name, PLAIN_UID, PLAIN_UID)
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "HERMES_HOME": str(home / "hermes"),
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+    }
+    done = subprocess.run(
+        [*python, "-c", PLAIN_HOST, str(workspace), backend, command, network],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout

@@ -210,9 +210,23 @@ def test_the_workspace_cannot_be_the_root(any_backend: str) -> None:
         box.layout()
 
 
-def test_network_can_be_off_for_one_tool(tmp_path: Path) -> None:
-    settings = SandboxSettings(tool_network={"fetcher": False})
-    assert settings.network_for("terminal") is True and settings.network_for("fetcher") is False
+def test_network_modes_per_tool_and_the_network_table() -> None:
+    from hermes_core.config import Config, ConfigError
+    from hermes_core.sandbox import DEFAULT_REGISTRIES, settings_from_config
+
+    settings = settings_from_config(Config({"sandbox": {"tools": {"fetcher": {"network": "off"}}}}))
+    assert settings.network_for("terminal") == "on" and settings.network_for("fetcher") == "off"
+    table = {"mode": "host", "allow": ["example.org", "*.example.com"], "registries": False}
+    settings = settings_from_config(Config({"sandbox": {"network": table}}))
+    assert settings.network == "host" and settings.egress.names() == ("example.org", "*.example.com")
+    assert settings_from_config(Config({})).egress.names() == DEFAULT_REGISTRIES
+    for bad in (
+        {"network": "maybe"},
+        {"network": {"allow": ["http://x/"]}},
+        {"network": {"allow_networks": ["x"]}},
+    ):
+        with pytest.raises(ConfigError):
+            settings_from_config(Config({"sandbox": bad}))
 
 
 def test_one_off_views_leave_no_private_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,15 +1,12 @@
 """Ordinary development still works behind the walls: git, a workspace virtual environment with pip, pytest,
-make and a C compiler with the system headers, and the network when it is on (and not when it is off)."""
+make and a C compiler with the system headers (the network: test_network.py)."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import http.server
 import sys
-import threading
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -82,38 +79,50 @@ def test_pytest_make_and_gcc_with_system_headers(scene: Scene) -> None:
     assert "sqrt 4.0" in out and "1 passed" in out
 
 
-class _Hello(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = b"hello from the host"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+def test_node_and_npm_work_under_the_filter(scene: Scene) -> None:
+    import shutil
 
-    def log_message(self, *args: object) -> None:
-        return
-
-
-@pytest.fixture
-def server() -> Iterator[str]:
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    httpd.shutdown()
-    httpd.server_close()
-
-
-def test_network_on_and_off(scene: Scene, server: str) -> None:
-    fetch = (
-        f'{sys.executable} -c "import urllib.request; '
-        f"print(urllib.request.urlopen('{server}', timeout=5).read().decode())\""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node and npm are not installed")
+    ws = scene.workspace
+    (ws / "lib").mkdir()
+    (ws / "lib" / "package.json").write_text('{"name": "lib", "version": "1.0.0", "main": "index.js"}')
+    (ws / "lib" / "index.js").write_text("module.exports = () => 'from lib';\n")
+    (ws / "app.js").write_text(
+        "const { execFileSync } = require('child_process');\n"
+        "const fs = require('fs');\n"
+        "fs.writeFileSync('out.txt', require('lib')());\n"
+        "console.log('child says', execFileSync('node', ['-e', 'process.stdout.write(\"hi\")']).toString());\n"
     )
-    assert "hello from the host" in _run(scene, fetch)
+    out = _run(
+        scene,
+        "npm init -y >/dev/null && npm install --offline --no-audit --no-fund ./lib >/dev/null && "
+        "node app.js && cat out.txt",
+        timeout=180,
+    )
+    assert "child says hi" in out and "from lib" in out
+
+
+def test_cargo_builds_a_crate_under_the_filter(scene: Scene) -> None:
+    import os
+    import pwd
+    import shutil
+
+    cargo = shutil.which("cargo")
+    real_home = pwd.getpwuid(os.getuid()).pw_dir  # HOME is the stage's fake one
+    rustup = os.environ.get("RUSTUP_HOME") or os.path.join(real_home, ".rustup")
+    if cargo is None:
+        pytest.skip("cargo is not installed")
+    bin_dir = os.path.dirname(os.path.realpath(cargo))
+    shown = [bin_dir] + ([rustup] if os.path.isdir(rustup) else [])
     scene.system.close()
     scene.system = load_system(
-        scene.workspace, scene.backend, scene.config, scene.config_marker, network="off"
+        scene.workspace, scene.backend, scene.config, scene.config_marker, read_only=shown
     )
-    out = scene.system.call("terminal", {"command": fetch, "timeout": 30})
-    assert "hello from the host" not in out
-    assert "[exit code 1;" in out
+    out = _run(
+        scene,
+        f"export PATH={bin_dir}:$PATH RUSTUP_HOME={rustup} CARGO_HOME=$PWD/.cargo-home && "
+        "cargo new -q --vcs none hello && cd hello && cargo run -q --offline",
+        timeout=300,
+    )
+    assert "Hello, world!" in out

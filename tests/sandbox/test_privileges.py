@@ -10,15 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_stage import CHANNELS, Scene
+from sandbox_stage import CHANNELS, PLAIN_UID, Scene, run_as_plain_user
 
 # Prints one JSON object: the capability lines of /proc/self/status and the outcome of each escape.
 ATTACK = r"""
@@ -100,81 +95,7 @@ def test_no_capabilities_inside_and_their_escapes_fail(scene: Scene, channel: st
     _assert_no_privileges(_result(out), f"{scene.backend}/{channel} as uid {os.geteuid()}", os.geteuid() == 0)
 
 
-# A host run by a plain user: loads a tool system (every guard off) and runs the attack through terminal.
-PLAIN_HOST = r"""
-import sys
-import hermes_builtin.plugin
-from hermes_core import ToolSystem
-from hermes_core.testing import unguarded
-
-workspace, backend = sys.argv[1], sys.argv[2]
-system = unguarded(ToolSystem.load(
-    load_entry_points=False, plugins_dir=False, plugins=[hermes_builtin.plugin], workspace=workspace,
-    config={"sandbox": {"backend": backend}},
-))
-print(system.call("terminal", {"command": "python3 attack.py", "timeout": 60}))
-system.close()
-"""
-
-PLAIN_UID = 65534
-
-
-@pytest.fixture
-def plain_root() -> Iterator[Path]:
-    """A folder the plain user owns and can reach (pytest's own temporary folders are private to root)."""
-    root = Path(tempfile.mkdtemp(prefix="hermes-plain-"))
-    root.chmod(0o755)
-    os.chown(root, PLAIN_UID, PLAIN_UID)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
-
-
-def _plain_python() -> list[str]:
-    """A command line that starts this test's Python as uid 65534 with hermes importable, or skips."""
-    setpriv = shutil.which("setpriv")
-    if os.geteuid() != 0 or setpriv is None:
-        pytest.skip("running as a plain user needs root (to drop to uid 65534) and setpriv")
-    drop = [setpriv, f"--reuid={PLAIN_UID}", f"--regid={PLAIN_UID}", "--clear-groups"]
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for python in (sys.executable, shutil.which(version) or ""):
-        if not python:
-            continue
-        probe = subprocess.run(
-            [*drop, python, "-c", "import hermes_core, hermes_builtin, pluggy"],
-            env={"PATH": os.environ["PATH"], "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
-            capture_output=True,
-        )
-        if probe.returncode == 0:
-            return [*drop, python]
-    pytest.skip(f"no {version} that uid {PLAIN_UID} may run with hermes importable (its folders are private)")
-
-
 @pytest.mark.parametrize("backend_name", ["bwrap", "landlock"])
 def test_as_a_plain_user_no_capabilities_either(plain_root: Path, backend_name: str) -> None:
-    from hermes_core.sandbox import choose_backend
-
-    if choose_backend(backend_name).backend is None:
-        pytest.skip(f"the {backend_name} backend is not usable here")
-    python = _plain_python()
-    workspace, home = plain_root / "ws", plain_root / "home"
-    for folder in (workspace, home):
-        folder.mkdir()
-        os.chown(folder, PLAIN_UID, PLAIN_UID)
-    (workspace / "attack.py").write_text(ATTACK)
-    os.chown(workspace / "attack.py", PLAIN_UID, PLAIN_UID)
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(home),
-        "HERMES_HOME": str(home / "hermes"),
-        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
-    }
-    done = subprocess.run(
-        [*python, "-c", PLAIN_HOST, str(workspace), backend_name],
-        cwd=workspace,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    _assert_no_privileges(_result(done.stdout), f"{backend_name} as uid {PLAIN_UID}", False)
+    out = run_as_plain_user(plain_root, backend_name, {"attack.py": ATTACK}, "python3 attack.py")
+    _assert_no_privileges(_result(out), f"{backend_name} as uid {PLAIN_UID}", False)

@@ -1,9 +1,12 @@
-"""The tool bridge of ``execute_code``: a Unix socket the script's ``hermes_tools`` module calls through.
+"""The tool bridge of ``execute_code``: the channel the script's ``hermes_tools`` module calls tools through.
 
-One bridge serves one script run. The socket lives in the run's private directory (mode 0700) and every
-request must carry the run's random token. A request is one JSON line ``{"token", "tool", "arguments"}``;
-the reply is ``{"result": str, "status": str}`` and the connection closes. Requests are served one at a
-time on a thread, each through ``runner`` (the caller's tool pipeline), up to ``max_calls`` of them.
+One bridge serves one script run. The script inherits one end of a datagram socket pair (``child_fd``, no
+name anywhere: nothing else can reach it, and the sandbox's filter, which refuses new ``AF_UNIX`` sockets,
+never has to make an exception); for each call it makes a ``socketpair`` and sends one end over that channel
+(``SCM_RIGHTS``), then talks over the other. Every request must carry the run's random token. A request is one
+JSON line ``{"token", "tool", "arguments"}``; the reply is ``{"result": str, "status": str}`` and the
+connection closes. Requests are served one at a time on a thread, each through ``runner`` (the caller's tool
+pipeline), up to ``max_calls`` of them.
 """
 
 from __future__ import annotations
@@ -51,9 +54,10 @@ failed call returns its error text too. ``call(name, **kwargs)`` reaches any too
 import json as _json
 import socket as _socket
 
-_PATH = {path!r}
+_FD = {fd!r}
 _TOKEN = {token!r}
 TOOLS = {tools!r}
+_CHANNEL = []
 
 
 def call(name, arguments=None, /, **kwargs):
@@ -61,8 +65,12 @@ def call(name, arguments=None, /, **kwargs):
     args = dict(arguments or {{}})
     args.update(kwargs)
     line = _json.dumps({{"token": _TOKEN, "tool": name, "arguments": args}}, ensure_ascii=False, default=str)
-    with _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM) as sock:
-        sock.connect(_PATH)
+    if not _CHANNEL:
+        _CHANNEL.append(_socket.socket(fileno=_FD))
+    sock, theirs = _socket.socketpair()
+    with sock:
+        with theirs:
+            _socket.send_fds(_CHANNEL[0], [b"call"], [theirs.fileno()])
         sock.sendall(line.encode("utf-8") + b"\\n")
         sock.shutdown(_socket.SHUT_WR)
         chunks = []
@@ -91,19 +99,20 @@ def _summary(description: str) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def module_source(path: str, token: str, tools: Mapping[str, str]) -> str:
-    """The text of ``hermes_tools.py`` for tools ``{name: description}`` reached at socket ``path``."""
-    parts = [_MODULE_HEAD.format(path=path, token=token, tools=sorted(tools))]
+def module_source(fd: int, token: str, tools: Mapping[str, str]) -> str:
+    """The text of ``hermes_tools.py`` for tools ``{name: description}`` reached over inherited descriptor ``fd``."""
+    parts = [_MODULE_HEAD.format(fd=fd, token=token, tools=sorted(tools))]
     for name in function_names(set(tools)):
         parts.append(_FUNCTION.format(name=name, doc=_summary(tools[name]) or f"The {name} tool."))
     return "".join(parts)
 
 
 class ToolBridge:
-    """Serves one script's tool calls on ``directory/tools.sock`` while the script runs."""
+    """Serves one script's tool calls while the script runs; pass ``child_fd`` to the script (``pass_fds``)."""
 
     def __init__(self, directory: Path, runner: Runner, allowed: frozenset[str], max_calls: int) -> None:
-        self.path = str(directory / "tools.sock")
+        self._channel, self._child = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.child_fd = self._child.fileno()
         self.token = secrets.token_hex(16)
         self.allowed = allowed
         self.max_calls = max_calls
@@ -118,16 +127,8 @@ class ToolBridge:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.bind(self.path)
-            os.chmod(self.path, 0o600)
-            sock.listen(16)
-            sock.settimeout(0.1)
-        except BaseException:
-            sock.close()
-            raise
-        self._sock = sock
+        self._channel.settimeout(0.1)
+        self._sock = self._channel
         self._thread = threading.Thread(target=self._serve, daemon=True, name="hermes-code-bridge")
         self._thread.start()
 
@@ -135,12 +136,11 @@ class ToolBridge:
         """Stop serving; True when a tool call was still running after ``wait`` seconds (it finishes alone)."""
         self._stop.set()
         if self._thread is not None:
-            with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as poke:
-                poke.settimeout(0.5)
-                poke.connect(self.path)  # wakes the accept() at once
+            with contextlib.suppress(OSError):
+                self._child.send(b"stop")  # wakes the receiving thread at once
             self._thread.join(wait)
-        if self._sock is not None:
-            self._sock.close()
+        self._child.close()
+        self._channel.close()
         return self._thread is not None and self._thread.is_alive()
 
     def calls(self) -> list[dict[str, Any]]:
@@ -152,15 +152,25 @@ class ToolBridge:
         assert sock is not None
         while not self._stop.is_set():
             try:
-                conn, _ = sock.accept()
+                _, fds, _, _ = socket.recv_fds(sock, 16, 4)
             except TimeoutError:
                 continue
             except OSError:
                 return
-            if self._stop.is_set():
+            conns = []
+            for fd in fds:
+                try:
+                    conns.append(socket.socket(fileno=fd))
+                except OSError:
+                    os.close(fd)  # not a socket: nothing to serve
+                    self.bad_requests += 1
+            if self._stop.is_set() or not conns:
+                for conn in conns:
+                    conn.close()
+                continue
+            for conn in conns[1:]:
                 conn.close()
-                return
-            with conn:
+            with conns[0] as conn:
                 try:
                     self._handle(conn)
                 except OSError:

@@ -1,14 +1,17 @@
 """The warm interpreter of an ``execute_code`` session: a Python that lives inside the walls and forks one child per
-script (run by file path in the sandbox, ``python -I -S -B _code_runner.py <bootstrap>``; stdlib only).
+script (run by file path in the sandbox, ``python -I -S -B _code_runner.py <control fd>``; stdlib only).
 
-Each request (a JSON line on stdin) runs one script: the runner forks, and the child starts a session of its
-own, gets fresh pipes for stdout and stderr, the run's limits as rlimits (memory, CPU time, file size), the
-workspace as its directory, and runs the bootstrap (``_code_sandbox.BOOTSTRAP``) on the run's folder: a fork of
-an interpreter that has started already costs a millisecond, where a new sandbox and a new Python cost ten or
-more. The runner keeps the head and tail of each stream, and ends the run as the sandbox would end a call: at
-the deadline (SIGTERM, a grace period, SIGKILL), when more processes than allowed run at once, and when the
-script's own process exits, every process left in the sandbox's PID namespace but the runner is killed, so
-nothing outlives its run. The reply is one JSON line on stdout.
+Requests come over a Unix socket inherited from the host (its descriptor number is the argument), one JSON line
+each, with the script's end of the tool bridge attached (``SCM_RIGHTS``). For each, the runner forks a shepherd
+with a session of its own, which forks the script's process: fresh pipes for stdout and stderr, the bridge's end
+at the descriptor number its ``hermes_tools`` module expects, the run's limits as rlimits (memory, CPU time,
+file size), the workspace as its directory, then the bootstrap (``_code_sandbox.BOOTSTRAP``) of the run's
+folder. A fork of an interpreter that has started already costs a millisecond, where a new sandbox and a new
+Python cost ten or more. The runner keeps the head and tail of each stream and ends the run as the sandbox would
+end a call: at the deadline (SIGTERM to the run's session, a grace period, SIGKILL), when more processes than
+allowed run at once, and when the script's own process exits, every process left in the sandbox's PID namespace
+but the runner is killed, so nothing outlives its run. A script that signals its parent reaches the shepherd,
+never the runner. The reply is one JSON line back over the socket.
 
 Only for a backend with a PID namespace of its own (bwrap): the namespace holds the runner and the runs, and
 nothing else, so "every process but the runner" means the run's.
@@ -22,6 +25,7 @@ import os
 import resource
 import selectors
 import signal
+import socket
 import sys
 import time
 from typing import Any
@@ -100,15 +104,21 @@ def _reap() -> None:
             return
 
 
-def _child(request: dict[str, Any], boot: str, out_w: int, err_w: int) -> None:
-    """In the script's process: the run's pipes, limits and directory, then the bootstrap."""
+def _child(request: dict[str, Any], bridge: int, out_w: int, err_w: int) -> None:
+    """In the script's process: the run's pipes, bridge, limits and directory, then the bootstrap."""
     code = 1
     try:
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
-        os.closerange(3, 1 << 16)
+        wanted = int(request["bridge_fd"])  # where the generated hermes_tools module looks for it
+        if bridge >= 0 and bridge != wanted:
+            os.dup2(bridge, wanted)
+        if bridge >= 0:
+            os.set_inheritable(wanted, True)
+        os.closerange(3, wanted)
+        os.closerange(wanted + 1, 1 << 16)
         for which, value in request.get("rlimits", []):
             hard = value + 1 if which == resource.RLIMIT_CPU else value
             resource.setrlimit(which, (value, hard))
@@ -118,7 +128,8 @@ def _child(request: dict[str, Any], boot: str, out_w: int, err_w: int) -> None:
         sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
         sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
-        sys.argv = [boot, request["run"]]
+        boot = request["boot"]
+        sys.argv = [boot]
         with open(boot, encoding="utf-8") as fh:
             source = fh.read()
         exec(compile(source, boot, "exec"), {"__name__": "_hermes_boot", "__file__": boot})
@@ -140,7 +151,7 @@ def _child(request: dict[str, Any], boot: str, out_w: int, err_w: int) -> None:
         os._exit(code)
 
 
-def _shepherd(request: dict[str, Any], boot: str, out_w: int, err_w: int, status_w: int) -> None:
+def _shepherd(request: dict[str, Any], bridge: int, out_w: int, err_w: int, status_w: int) -> None:
     """The script's parent: a session of its own for the run, the script forked, its pid and then its exit
     status told to the runner. A script that signals its parent reaches this process, never the runner."""
     try:
@@ -148,9 +159,11 @@ def _shepherd(request: dict[str, Any], boot: str, out_w: int, err_w: int, status
         pid = os.fork()
         if pid == 0:
             os.close(status_w)
-            _child(request, boot, out_w, err_w)
+            _child(request, bridge, out_w, err_w)
         os.close(out_w)
         os.close(err_w)
+        if bridge >= 0:
+            os.close(bridge)
         os.write(status_w, f"pid {pid}\n".encode())
         _, status = os.waitpid(pid, 0)
         os.write(status_w, f"exit {status}\n".encode())
@@ -167,7 +180,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _run(request: dict[str, Any], boot: str) -> dict[str, Any]:
+def _run(request: dict[str, Any], bridge: int) -> dict[str, Any]:
     started = time.monotonic()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -177,9 +190,11 @@ def _run(request: dict[str, Any], boot: str) -> dict[str, Any]:
         os.close(out_r)
         os.close(err_r)
         os.close(status_r)
-        _shepherd(request, boot, out_w, err_w, status_w)
+        _shepherd(request, bridge, out_w, err_w, status_w)
     for fd in (out_w, err_w, status_w):
         os.close(fd)
+    if bridge >= 0:
+        os.close(bridge)  # the script holds it now
     sinks = {out_r: _HeadTail(int(request["stdout_cap"])), err_r: _HeadTail(int(request["stderr_cap"]))}
     told = bytearray()
     selector = selectors.DefaultSelector()
@@ -271,14 +286,24 @@ def _terminate(shepherd: int, script: int, grace: float) -> str:
 
 
 def main() -> None:
-    boot = sys.argv[1]
+    control = socket.socket(fileno=int(sys.argv[1]))
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    out = sys.stdout.buffer
-    for line in sys.stdin.buffer:
+    pending = b""
+    while True:
+        fds: list[int] = []
+        while b"\n" not in pending:
+            data, got, _, _ = socket.recv_fds(control, 1 << 16, 4)
+            if not data:
+                return  # the host went away: so does the runner
+            pending += data
+            fds += got
+        line, _, pending = pending.partition(b"\n")
         request = json.loads(line)
-        reply = _run(request, boot)
-        out.write(json.dumps(reply).encode("utf-8") + b"\n")
-        out.flush()
+        bridge = fds[0] if fds else -1
+        for extra in fds[1:]:
+            os.close(extra)
+        reply = _run(request, bridge)
+        control.sendall(json.dumps(reply).encode("utf-8") + b"\n")
 
 
 if __name__ == "__main__":

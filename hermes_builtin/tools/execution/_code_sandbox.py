@@ -1,28 +1,36 @@
-"""The child process of ``execute_code``: a bootstrap that sets up paths, then runs the script, in the sandbox.
+"""The child process of ``execute_code``: a bootstrap that sets up paths, then runs the script, in the session's
+environment.
 
-The child is ``python -I -S -B -X utf8 <session dir>/_hermes_boot.py <run dir>``, run through the tool system's
-sandbox (``hermes_core.sandbox``): the workspace is its working directory and all it can write, the session's
-private directory (the bootstrap, and per run the script, the generated ``hermes_tools`` module and the bridge's
-socket) is visible read-only, and the sandbox applies the limits (memory, processes, CPU time, file size), the
-timeout and the output caps to the whole process tree. Isolated mode ignores ``PYTHON*`` variables and the user
-site, and leaves the script's directory off ``sys.path``, so the bootstrap puts the run's directory first and
-the workspace last. It flushes the script's output when it is sent SIGTERM and prints tracebacks without its
-own frame.
+The child is ``python -I -B -X utf8 <dir>/_hermes_boot.py``, run in the session's environment
+(``hermes_core.environments``; locally the sandbox): the workspace is its working directory, the private
+directory (bootstrap, script and generated ``hermes_tools`` module) lies in the session's ``/tmp``, the tool
+bridge's end is inherited (``pass_fds``), and the environment applies the limits (memory, processes, CPU time,
+file size), the timeout and the output caps to the whole process tree. Isolated mode ignores ``PYTHON*``
+variables and the user site, and leaves the script's directory off ``sys.path``, so the bootstrap puts the
+private directory first and the workspace last. It flushes the script's output when it is sent SIGTERM and
+prints tracebacks without its own frame.
 
-Start-up is most of what a short script costs, so the bootstrap is lean: ``-S`` skips ``site`` (whose ``.pth``
-files, editable-install finders and distutils hack can cost more than the interpreter's own start) and the
-bootstrap puts the host Python's site-packages on ``sys.path`` itself; an import that still finds nothing runs
-``site``'s ``.pth`` processing once and tries again, so a package that needs it imports as before. ``exit``,
-``quit`` and ``help`` are there as with ``site``. Until a traceback is printed, the bootstrap imports nothing
-the interpreter has not loaded already (``_signal``, not ``signal``, which pulls in ``enum``).
+Start-up is most of what a short script costs, so where the environment runs the very Python that runs hermes
+(the local kind) the bootstrap is lean: ``-S`` skips ``site`` (whose ``.pth`` files, editable-install finders and
+distutils hack can cost more than the interpreter's own start) and the bootstrap puts that Python's
+site-packages on ``sys.path`` itself; an import that still finds nothing runs ``site``'s ``.pth`` processing
+once and tries again, so a package that needs it imports as before. ``exit``, ``quit`` and ``help`` are there
+as with ``site``, ``sys.prefix`` is the virtual environment's. Until a traceback is printed, the bootstrap
+imports nothing the interpreter has not loaded already (``_signal``, not ``signal``, which pulls in ``enum``).
+The session's warm interpreter (``_code_warm``) runs the same bootstrap in a forked child.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hermes_core.environments import Environment
 
 __all__ = [
     "BOOTSTRAP",
@@ -31,6 +39,7 @@ __all__ = [
     "ScriptLimits",
     "ScriptRun",
     "bootstrap_source",
+    "lean",
     "run_script",
     "site_dirs",
     "write_bootstrap",
@@ -44,8 +53,9 @@ import os
 import sys
 
 _PID = os.getpid()
-_SITE_DIRS = {site_dirs!r}
-sys.prefix, sys.exec_prefix = {prefixes!r}  # what site would set for a virtual environment
+_SITE_DIRS = {site_dirs!r}  # None: site ran as usual (no -S)
+if _SITE_DIRS is not None:
+    sys.prefix, sys.exec_prefix = {prefixes!r}  # what site would set for a virtual environment
 
 
 def _on_term(signum, frame):
@@ -90,20 +100,21 @@ def _help(*args, **kwargs):
 
 
 def _main():
-    run = sys.argv[1]
-    with open(os.path.join(run, "script.py"), encoding="utf-8") as fh:
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "script.py"), encoding="utf-8") as fh:
         source = fh.read()
     import _signal
 
     _signal.signal(_signal.SIGTERM, _on_term)
-    sys.path.insert(0, run)
-    sys.path.extend(d for d in _SITE_DIRS if d not in sys.path)
-    sys.path.append(os.getcwd())
-    sys.meta_path.append(_LateSite())
-    import builtins
+    sys.path.insert(0, here)
+    if _SITE_DIRS is not None:
+        sys.path.extend(d for d in _SITE_DIRS if d not in sys.path)
+        sys.meta_path.append(_LateSite())
+        import builtins
 
-    builtins.exit = builtins.quit = _quit
-    builtins.help = _help
+        builtins.exit = builtins.quit = _quit
+        builtins.help = _help
+    sys.path.append(os.getcwd())
     sys.argv = ["<script>"]
     main = type(sys)("__main__")
     sys.modules["__main__"] = main
@@ -125,22 +136,24 @@ _main()
 '''
 
 
-def write_bootstrap(directory: Path, run: Path) -> Path:
-    """The bootstrap in the session's folder ``directory``, written once, whole or not at all (a concurrent run
-    may be reading it), by way of the run's folder ``run``."""
-    boot = directory / BOOT_NAME
-    if not boot.exists():
-        fresh = run / BOOT_NAME
-        fresh.write_text(bootstrap_source(), encoding="utf-8")
-        fresh.chmod(0o600)
-        fresh.replace(boot)
-    return boot
+def lean(environment: Environment) -> bool:
+    """Whether ``environment`` runs the Python that runs hermes (whose site-packages the bootstrap knows)."""
+    return bool(environment.python == sys.executable)
 
 
-def bootstrap_source() -> str:
-    """The bootstrap for the Python running hermes: its site-packages and prefixes filled in."""
+@functools.cache
+def bootstrap_source(lean: bool = True) -> str:
+    """The bootstrap: for the lean start (``-S``), this Python's site-packages and prefixes filled in."""
+    dirs = site_dirs() if lean else None
     prefixes = (sys.prefix, sys.exec_prefix)
-    return BOOTSTRAP.replace("{site_dirs!r}", repr(site_dirs())).replace("{prefixes!r}", repr(prefixes))
+    return BOOTSTRAP.replace("{site_dirs!r}", repr(dirs)).replace("{prefixes!r}", repr(prefixes))
+
+
+def write_bootstrap(environment: Environment, directory: str) -> str:
+    """The bootstrap written into the run's folder ``directory``; returns its path there."""
+    boot = f"{directory}/{BOOT_NAME}"
+    environment.write(boot, bootstrap_source(lean(environment)).encode("utf-8"), mode=0o600)
+    return boot
 
 
 def site_dirs() -> list[str]:
@@ -178,25 +191,23 @@ class ScriptRun:
 
 
 def run_script(
-    sandbox: Any,
-    directory: Path,
-    run: Path,
+    environment: Environment,
+    directory: str,
     *,
-    cwd: Path,
     limits: ScriptLimits,
     stdout_cap: int,
     stderr_cap: int,
+    pass_fds: Sequence[int] = (),
 ) -> ScriptRun:
-    """Run ``run/script.py`` (``run``: a folder in ``directory``, the session's private one) through the
-    bootstrap in ``sandbox``; never leaves processes behind."""
+    """Run ``directory/script.py`` (a folder of ``environment``) through the bootstrap, in the workspace; never
+    leaves processes behind."""
     from hermes_core.sandbox import Limits
 
-    boot = write_bootstrap(directory, run)
-    argv = [sys.executable, "-I", "-S", "-B", "-X", "utf8", str(boot), str(run)]
-    result = sandbox.run(
+    boot = write_bootstrap(environment, directory)
+    start = ["-I", "-S", "-B", "-X", "utf8"] if lean(environment) else ["-I", "-B", "-X", "utf8"]
+    argv = [environment.python, *start, boot]
+    result = environment.run(
         argv,
-        cwd=cwd,
-        workspace=cwd,
         timeout=limits.timeout,
         limits=Limits(
             memory_mb=limits.memory_mb,
@@ -208,8 +219,7 @@ def run_script(
         tool="execute_code",
         split_output=True,
         stderr_bytes=stderr_cap,
-        read_only=[directory],
-        grace=1.0,
+        pass_fds=pass_fds,
     )
     return ScriptRun(
         exit_code=result.exit_code,

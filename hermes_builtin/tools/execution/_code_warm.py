@@ -1,17 +1,19 @@
 """A warm interpreter per ``execute_code`` session: one sandboxed Python that forks a child per script.
 
-The first script of a session starts ``_code_runner`` in the tool system's sandbox, with the same walls a
-script gets (the workspace, the session's private folder read-only, the network choice of ``execute_code``)
-and the session's limits on the whole tree (memory, processes, file size); later scripts are one request each.
-A run then costs a fork, not a new sandbox and a new Python: where ``python -c`` takes ten milliseconds, the
-sandbox's launch chain (cgroup, bwrap, prlimit) and a fresh interpreter took twice that, and under a loaded
-machine each of those processes waits its turn.
+The first script of a session starts ``_code_runner`` in the session environment's sandbox, behind the same walls
+a script gets (the workspace, the session's ``/tmp``, the network choice of ``execute_code``) and with the
+session's limits on the whole tree (memory, processes, file size); each script after it is one request over a
+Unix socket the runner inherited, with the script's end of the tool bridge attached. A run then costs a fork,
+not a new sandbox and a new Python: where ``python -c`` takes ten milliseconds, the sandbox's launch chain
+(cgroup, bwrap, prlimit) and a fresh interpreter took twice that, and on a loaded machine each of those processes
+waits its turn.
 
 What a run is promised stays the same (see ``_code_runner``): its own session and limits, the deadline, at most
-``max_processes`` processes, and nothing left running after it. Used only where the sandbox gives the runner a
-PID namespace of its own (bwrap); elsewhere, and when the runner is busy with another call of the same session,
-a script runs the cold way (``_code_sandbox.run_script``). A runner that fails or is interrupted (a pipeline
-timeout) is ended with its whole tree; the next script starts a new one.
+``max_processes`` processes, and nothing left running after it. Used only by the local environment kind with
+the bwrap backend (a PID namespace holding nothing but the session's runs) running the Python that runs hermes;
+elsewhere, and when the runner is busy with another call of the same session, a script runs the cold way
+(``_code_sandbox.run_script``). A runner that fails or is interrupted (a pipeline timeout) is ended with its
+whole tree; the next script starts a new one.
 
 Scripts of one session share the runner: a script could signal or trace it and so tamper with the later scripts
 of the same conversation (never with anything outside the walls, nor with another session).
@@ -20,24 +22,33 @@ of the same conversation (never with anything outside the walls, nor with anothe
 from __future__ import annotations
 
 import json
-import os
 import resource
+import secrets
 import select
+import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._code_sandbox import BOOT_NAME, ScriptLimits, ScriptRun, write_bootstrap
+from ._code_sandbox import BOOT_NAME, ScriptLimits, ScriptRun, lean, write_bootstrap
 
-__all__ = ["WarmRunner", "warm_runner"]
+if TYPE_CHECKING:
+    from hermes_core.environments import Environment
+
+__all__ = ["STASH_KEY", "WarmRunner", "warm_runner"]
 
 STASH_KEY = "execute_code.runner"
 _RUNNER = Path(__file__).with_name("_code_runner.py")
-RUNNER_NAME = "_hermes_runner.py"
 _MARGIN = 5.0  # seconds past the run's own deadline before the runner is presumed stuck
+_MIB = 1024 * 1024
+
+
+def usable(environment: Environment) -> bool:
+    """Whether ``environment`` can host a warm interpreter (see the module docstring)."""
+    sandbox = getattr(environment, "sandbox", None)
+    return environment.kind == "local" and getattr(sandbox, "backend", "") == "bwrap" and lean(environment)
 
 
 class WarmRunner:
@@ -46,40 +57,34 @@ class WarmRunner:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._proc: Any = None
+        self._control: socket.socket | None = None
         self._key: tuple[Any, ...] = ()
         self._buffer = b""
 
     def run(
         self,
-        sandbox: Any,
-        directory: Path,
-        run: Path,
+        environment: Environment,
+        directory: str,
         *,
-        cwd: Path,
         limits: ScriptLimits,
         stdout_cap: int,
         stderr_cap: int,
+        bridge_fd: int,
     ) -> ScriptRun | None:
-        """Run ``run/script.py`` in the warm interpreter; None when it cannot (then run it the cold way)."""
-        if getattr(sandbox, "backend", "") != "bwrap" or not self._lock.acquire(blocking=False):
+        """Run ``directory/script.py`` in the warm interpreter; None when it cannot (then run it the cold way)."""
+        if not usable(environment) or not self._lock.acquire(blocking=False):
             return None
         try:
-            write_bootstrap(directory, run)
-            key = (
-                id(sandbox),
-                str(cwd),
-                str(directory),
-                limits.memory_mb,
-                limits.max_processes,
-                limits.file_mb,
-            )
+            key = (id(environment), limits.memory_mb, limits.max_processes, limits.file_mb)
+            write_bootstrap(environment, directory)
             if self._proc is None or self._proc.poll() is not None or key != self._key:
                 self._stop()
-                self._start(sandbox, directory, cwd, limits)
+                self._start(environment, limits)
                 self._key = key
             request = {
-                "run": str(run),
-                "cwd": str(cwd),
+                "boot": f"{directory}/{BOOT_NAME}",
+                "cwd": environment.workspace,
+                "bridge_fd": bridge_fd,
                 "timeout": limits.timeout,
                 "grace": 1.0,
                 "rlimits": _rlimits(limits),
@@ -88,8 +93,8 @@ class WarmRunner:
                 "stderr_cap": stderr_cap,
             }
             try:
-                reply = self._ask(request, limits.timeout + 1.0 + _MARGIN)
-            except BaseException:  # a pipeline timeout, a broken pipe: the runner and its tree go
+                reply = self._ask(request, bridge_fd, limits.timeout + 1.0 + _MARGIN)
+            except BaseException:  # a pipeline timeout, a broken channel: the runner and its tree go
                 self._stop()
                 raise
             if reply is None:  # the runner ended (the script ended it) or got stuck
@@ -110,51 +115,51 @@ class WarmRunner:
         finally:
             self._lock.release()
 
-    def _start(self, sandbox: Any, directory: Path, cwd: Path, limits: ScriptLimits) -> None:
+    def _start(self, environment: Environment, limits: ScriptLimits) -> None:
         from hermes_core.sandbox import Limits
 
-        boot = directory / BOOT_NAME
-        runner = directory / RUNNER_NAME  # beside the bootstrap: the package itself may not be visible inside
-        if not runner.exists():
-            fresh = directory / f".{RUNNER_NAME}.{os.getpid()}.{threading.get_ident()}"
-            fresh.write_text(_RUNNER.read_text(encoding="utf-8"), encoding="utf-8")
-            fresh.chmod(0o600)
-            fresh.replace(runner)
+        runner = f"{environment.temp_dir.rstrip('/')}/hermes-runner-{secrets.token_hex(6)}.py"
+        environment.write(runner, _RUNNER.read_bytes(), mode=0o600)  # the package may not be visible inside
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._proc = environment.sandbox.start(  # type: ignore[attr-defined]
+                [environment.python, "-I", "-S", "-B", "-X", "utf8", runner, str(theirs.fileno())],
+                limits=Limits(
+                    memory_mb=limits.memory_mb,
+                    # room above the run's limit (the runner counts and ends a run past it) for the runner, the
+                    # namespace's init, a run's shepherd, and what a fork bomb starts before the next count
+                    max_processes=2 * limits.max_processes + 3,
+                    max_file_mb=limits.file_mb,
+                ),
+                tool="execute_code",
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                pass_fds=(theirs.fileno(),),
+                background=True,
+            )
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        self._control = ours
         self._buffer = b""
-        self._proc = sandbox.start(
-            [sys.executable, "-I", "-S", "-B", "-X", "utf8", str(runner), str(boot)],
-            cwd=cwd,
-            workspace=cwd,
-            limits=Limits(
-                memory_mb=limits.memory_mb,
-                # room above the run's limit (the runner counts and ends a run past it) for the runner, the
-                # namespace's init, and what a fork bomb starts before the next count; a hard stop all the same
-                max_processes=2 * limits.max_processes + 2,
-                max_file_mb=limits.file_mb,
-            ),
-            tool="execute_code",
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            read_only=[directory],
-            background=True,
-        )
 
-    def _ask(self, request: dict[str, Any], wait: float) -> dict[str, Any] | None:
-        proc = self._proc
-        proc.popen.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
-        proc.popen.stdin.flush()
-        fd = proc.popen.stdout.fileno()
+    def _ask(self, request: dict[str, Any], bridge_fd: int, wait: float) -> dict[str, Any] | None:
+        control = self._control
+        assert control is not None
+        socket.send_fds(control, [json.dumps(request).encode("utf-8") + b"\n"], [bridge_fd])
         deadline = time.monotonic() + wait
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
             # short waits: an interruption of this thread (the pipeline's timeout) lands between two of them
-            ready, _, _ = select.select([fd], [], [], min(left, 0.1))
+            ready, _, _ = select.select([control], [], [], min(left, 0.1))
             if not ready:
                 continue
-            chunk = os.read(fd, 1 << 16)
+            chunk = control.recv(1 << 16)
             if not chunk:
                 return None
             self._buffer += chunk
@@ -164,6 +169,9 @@ class WarmRunner:
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
+        control, self._control = self._control, None
+        if control is not None:
+            control.close()
         if proc is not None:
             try:
                 proc.terminate(0)
@@ -174,9 +182,6 @@ class WarmRunner:
         """End the runner and everything it started (the session ends)."""
         with self._lock:
             self._stop()
-
-
-_MIB = 1024 * 1024
 
 
 def _rlimits(limits: ScriptLimits) -> list[tuple[int, int]]:

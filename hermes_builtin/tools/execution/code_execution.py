@@ -1,13 +1,14 @@
 """The "code_execution" toolset: ``execute_code`` runs a Python script that may call the other tools.
 
-The script runs in a child Python (``-I`` isolated mode, see ``_code_sandbox``) in the tool system's
-sandbox (``hermes_core.sandbox``): the workspace is all it can write, the host's secrets and processes are
-out of reach, its environment is scrubbed, and memory, CPU time, file size, processes, a wall-clock
-timeout and stdout/stderr caps apply to its whole process tree. With bwrap, a session's scripts are forks of
-one warm interpreter inside the walls (``_code_warm``); otherwise each gets a sandbox and a Python of its own. It reaches the
-tools through a generated ``hermes_tools`` module over a private Unix socket (``_code_bridge``); every
-such call goes through the caller's pipeline (validation, hooks, guards, approvals), limited to the tools
-enabled for the model in this conversation, minus ``execute_code`` and ``clarify``.
+The script runs in a child Python (``-I`` isolated mode, see ``_code_sandbox``) in the session's environment
+(``hermes_core.environments``; locally the sandbox): the workspace is all it can write besides the session's
+``/tmp``, the host's secrets and processes are out of reach, its environment is scrubbed, and memory, CPU
+time, file size, processes, a wall-clock timeout and stdout/stderr caps apply to its whole process tree. With
+the local kind and bwrap, a session's scripts are forks of one warm interpreter inside the walls
+(``_code_warm``); otherwise each gets a Python of its own. It reaches the tools through a generated
+``hermes_tools`` module over an inherited socket pair (``_code_bridge``); every such call goes through the
+caller's pipeline (validation, hooks, guards, approvals), limited to the tools enabled for the model in this
+conversation, minus ``execute_code`` and ``clarify``.
 
 Security choice: a script can do what a shell can (``os.system``, ``subprocess``), and Python cannot be
 put through the command guard. So ``execute_code`` is never more powerful than ``terminal``: it runs only
@@ -24,10 +25,13 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_core import ApprovalDenied, CallContext, ToolError, ToolRegistry
+from hermes_core import ApprovalDenied, CallContext, ToolError, ToolRegistry, Unavailable
+
+from ._ready import commands_can_start
 
 if TYPE_CHECKING:
     from hermes_core import Host
+    from hermes_core.environments import Environment
 
     from ._code_bridge import ToolBridge
     from ._code_sandbox import ScriptRun
@@ -93,11 +97,13 @@ def _schema_overrides(available: frozenset[str]) -> dict[str, Any]:
     return {"description": SCHEMA["description"] + listing}
 
 
-def _check() -> bool:
+def _check(system: Any) -> tuple[bool, str] | Unavailable:
     import socket
     import sys
 
-    return os.name == "posix" and hasattr(socket, "AF_UNIX") and bool(sys.executable)
+    if not (os.name == "posix" and hasattr(socket, "AF_UNIX") and sys.executable):
+        return False, "execute_code needs a POSIX system with Unix sockets and a Python interpreter"
+    return commands_can_start(system)
 
 
 def _settings(context: CallContext) -> dict[str, int]:
@@ -134,31 +140,12 @@ def _approve(context: CallContext, code: str) -> None:
         raise ApprovalDenied("running this script needs a human's approval and was not approved") from None
 
 
-def _private_dir() -> Path:
-    """A fresh 0700 directory, short enough for a Unix socket path."""
-    import tempfile
+def _private_dir(environment: Environment) -> str:
+    """A fresh folder in the session's temporary folder (its ``/tmp``) for one script run."""
+    import secrets
 
-    path = tempfile.mkdtemp(prefix="hermes-code-")
-    if len(path) > 80:  # sun_path holds about 107 bytes, and runs and the socket go beneath
-        os.rmdir(path)
-        path = tempfile.mkdtemp(prefix="hermes-code-", dir="/tmp")
-    return Path(path)
-
-
-def _session_dir(context: CallContext) -> Path:
-    """The conversation's private directory (the bootstrap, and a folder per run), removed with the session.
-
-    The same folder for every run of a session keeps the sandbox's view of a run the same, so it is built once.
-    """
-    import shutil
-
-    def remove(path: Path) -> None:
-        shutil.rmtree(path, ignore_errors=True)
-
-    directory: Path = context.session.stash("execute_code.dir", _private_dir, remove)
-    if not directory.is_dir():  # removed behind our back (a tmp cleaner): a new one
-        context.session.unstash("execute_code.dir")
-        directory = context.session.stash("execute_code.dir", _private_dir, remove)
+    directory = f"{environment.temp_dir.rstrip('/')}/hermes-code-{secrets.token_hex(6)}"
+    environment.write(f"{directory}/.keep", b"", mode=0o600)
     return directory
 
 
@@ -203,7 +190,7 @@ def _notes(
     return notes
 
 
-def _write_files(directory: Path, code: str, bridge: ToolBridge, host: Host) -> None:
+def _write_files(environment: Environment, directory: str, code: str, bridge: ToolBridge, host: Host) -> None:
     """The script and the ``hermes_tools`` module for it, readable by this user only."""
     from ._code_bridge import MODULE_NAME, module_source
     from ._code_sandbox import SCRIPT_NAME
@@ -212,19 +199,26 @@ def _write_files(directory: Path, code: str, bridge: ToolBridge, host: Host) -> 
     for name in bridge.allowed:
         entry = host.tool(name)
         descriptions[name] = entry.description if entry is not None else ""
-    module = directory / f"{MODULE_NAME}.py"
-    module.write_text(module_source(bridge.path, bridge.token, descriptions), encoding="utf-8")
-    (directory / SCRIPT_NAME).write_text(code, encoding="utf-8", errors="surrogatepass")
-    for path in directory.iterdir():
-        path.chmod(0o600)
+    module = module_source(bridge.child_fd, bridge.token, descriptions).encode("utf-8")
+    environment.write(f"{directory}/{MODULE_NAME}.py", module, mode=0o600)
+    environment.write(f"{directory}/{SCRIPT_NAME}", code.encode("utf-8", "surrogatepass"), mode=0o600)
+
+
+def _clean_up(environment: Environment, directory: str) -> None:
+    import contextlib
+
+    with contextlib.suppress(OSError):
+        for name in environment.listdir(directory):
+            with contextlib.suppress(OSError):
+                environment.remove(f"{directory}/{name}")
+        environment.remove(directory)
 
 
 def execute_code(code: str, timeout: int | None = None, *, context: CallContext) -> str:
     """Run ``code`` (see ``SCHEMA``); returns JSON with exit_code, stdout, stderr, tool_calls, timed_out."""
     import json
-    import shutil
 
-    from hermes_core.sandbox import sandbox_for
+    from hermes_core.environments import environment_for
 
     from ._code_bridge import ToolBridge
     from ._code_sandbox import ScriptLimits, run_script
@@ -261,13 +255,18 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
         )
         return outcome.status, outcome.result
 
-    import tempfile
-
-    directory = _session_dir(context)
-    run_dir = Path(tempfile.mkdtemp(prefix="r", dir=directory))
+    environment = environment_for(context)
     try:
-        bridge = ToolBridge(run_dir, runner, allowed, settings["max_tool_calls"])
-        _write_files(run_dir, code, bridge, host)
+        directory = _private_dir(environment)
+    except OSError as exc:
+        raise ToolError(f"could not prepare the script's folder: {exc.strerror or exc}") from None
+    try:
+        bridge = ToolBridge(Path(directory), runner, allowed, settings["max_tool_calls"])
+        try:
+            _write_files(environment, directory, code, bridge, host)
+        except BaseException:
+            bridge.stop(0)
+            raise
         limits = ScriptLimits(
             timeout=float(seconds),
             memory_mb=settings["max_memory_mb"],
@@ -275,19 +274,19 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
             file_mb=settings["max_file_mb"],
         )
         bridge.start()
-        sandbox = sandbox_for(context)
         caps = {"stdout_cap": settings["max_stdout_chars"], "stderr_cap": settings["max_stderr_chars"]}
-        cwd = Path(context.workspace)
         try:  # the session's warm interpreter, else a sandbox and a Python of its own (see _code_warm)
-            run = warm_runner(context).run(sandbox, directory, run_dir, cwd=cwd, limits=limits, **caps)
+            run = warm_runner(context).run(
+                environment, directory, limits=limits, bridge_fd=bridge.child_fd, **caps
+            )
             if run is None:
-                run = run_script(sandbox, directory, run_dir, cwd=cwd, limits=limits, **caps)
+                run = run_script(environment, directory, limits=limits, pass_fds=[bridge.child_fd], **caps)
         except OSError as exc:
             raise ToolError(f"could not start Python: {exc.strerror or exc}") from None
         finally:
             busy = bridge.stop()
     finally:
-        shutil.rmtree(run_dir, ignore_errors=True)
+        _clean_up(environment, directory)
     result: dict[str, Any] = {
         "exit_code": run.exit_code,
         "timed_out": run.timed_out,

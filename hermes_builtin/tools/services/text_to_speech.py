@@ -1,7 +1,8 @@
 """``text_to_speech``: speak text into an audio file, with espeak-ng offline or an OpenAI-compatible speech API.
 
-With no configuration the local engine is used when ``espeak-ng`` is installed (it writes WAV). Setting an
-API key switches to the speech endpoint (``POST {base_url}/audio/speech``).
+With no configuration the local engine is used when ``espeak-ng`` is installed: it speaks WAV, which ffmpeg
+converts to the format asked for (MP3, Opus, AAC, FLAC); without ffmpeg the file stays WAV and the result says
+why. Setting an API key switches to the speech endpoint (``POST {base_url}/audio/speech``).
 
 Configuration (``[plugins.tts]``)::
 
@@ -10,7 +11,7 @@ Configuration (``[plugins.tts]``)::
     base_url = "https://api.openai.com/v1"
     model = "gpt-4o-mini-tts"
     voice = "alloy"                          # espeak: a voice name such as "en-us" or "de"
-    format = "mp3"                           # openai: mp3, wav, opus, aac or flac
+    format = "mp3"                           # mp3, wav, opus, aac or flac (default: mp3 for the API, wav offline)
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ SCHEMA: dict[str, Any] = {
             "format": {
                 "type": "string",
                 "enum": list(FORMATS),
-                "description": "Audio format for the speech API (the offline engine always writes wav).",
+                "description": "Audio format (default from config).",
             },
         },
         "required": ["text"],
@@ -126,6 +127,51 @@ def wav_seconds(data: bytes) -> float | None:
             break
         pos += 8 + length + (length & 1)
     return round(size / rate, 2) if rate and size is not None else None
+
+
+# ffmpeg's encoder and container for each format the offline engine converts to
+_FFMPEG_ARGS = {
+    "mp3": ["-c:a", "libmp3lame", "-q:a", "4", "-f", "mp3"],
+    "opus": ["-c:a", "libopus", "-b:a", "48k", "-f", "ogg"],
+    "aac": ["-c:a", "aac", "-b:a", "96k", "-f", "adts"],
+    "flac": ["-c:a", "flac", "-f", "flac"],
+}
+
+
+def _convert(wav: bytes, fmt: str) -> tuple[bytes, str, str]:
+    """``(audio, format, note)``: ``wav`` converted to ``fmt`` with ffmpeg, or left as WAV with the reason."""
+    if fmt == "wav":
+        return wav, "wav", ""
+    ffmpeg = shutil.which("ffmpeg")
+    if ffmpeg is None:
+        return (
+            wav,
+            "wav",
+            f" (as wav: converting to {fmt} needs ffmpeg, which is not installed: apt install ffmpeg)",
+        )
+    import subprocess
+
+    argv = [
+        ffmpeg,
+        "-hide_banner",
+        "-loglevel",
+        "error",
+        "-f",
+        "wav",
+        "-i",
+        "pipe:0",
+        *_FFMPEG_ARGS[fmt],
+        "pipe:1",
+    ]
+    try:
+        done = subprocess.run(argv, input=wav, capture_output=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return wav, "wav", f" (as wav: ffmpeg could not convert it to {fmt}: {err})"
+    if done.returncode != 0 or not done.stdout:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        reason = said[-1] if said else f"exit status {done.returncode}"
+        return wav, "wav", f" (as wav: ffmpeg could not convert it to {fmt}: {reason})"
+    return done.stdout, fmt, ""
 
 
 def _espeak(text: str, voice: str, speed: float) -> bytes:
@@ -202,14 +248,19 @@ def text_to_speech(
     if not text.strip():
         raise ToolError("'text' is empty; give the words to speak")
     note = ""
+    seconds: float | None = None
     if provider == "espeak":
         chosen = voice or as_text(cfg, "voice", "en-us") or "en-us"
         if not _VOICE.match(chosen):
             raise ToolError(f"{chosen!r} is not an espeak-ng voice name (e.g. en-us, en-gb, de, fr)")
-        data = _espeak(text, chosen, speed)
-        fmt = "wav"
-        if format not in (None, "wav"):
-            note = f" (the offline engine writes wav, not {format})"
+        wanted = format or as_text(cfg, "format", "wav") or "wav"
+        if wanted not in FORMATS:
+            raise ToolError(
+                f"[plugins.tts] format {wanted!r} is not one of {', '.join(FORMATS)}", retryable=False
+            )
+        wav = _espeak(text, chosen, speed)
+        seconds = wav_seconds(wav)
+        data, fmt, note = _convert(wav, wanted)
     elif provider == "openai":
         fmt = format or as_text(cfg, "format", "mp3") or "mp3"
         if fmt not in FORMATS:
@@ -222,8 +273,9 @@ def text_to_speech(
     sniffed = sniff(data)
     mime = sniffed[0] if sniffed else _MIME[fmt]
     path = save_media(context, "audio", data, _EXT.get(fmt, fmt), "speech")
-    extra: dict[str, Any] = {"provider": provider}
-    seconds = wav_seconds(data) if fmt == "wav" else None
+    extra: dict[str, Any] = {"provider": provider, "format": fmt}
+    if seconds is None and fmt == "wav":
+        seconds = wav_seconds(data)
     if seconds is not None:
         extra["seconds"] = seconds
     return describe(f"Saved speech to {path}{note}", [(path, mime)], **extra)

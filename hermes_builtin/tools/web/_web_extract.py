@@ -241,8 +241,9 @@ def pdf_to_text(data: bytes, url: str) -> tuple[str, str]:
     return title, "\n\n".join(parts)
 
 
-def render_page(page: Page, offset: int, max_chars: int) -> str:
-    """One page of the extracted text with a header and, when there is more, the offset to ask for next."""
+def render_page(page: Page, offset: int, max_chars: int, again: str = "") -> str:
+    """One page of the extracted text with a header and, when there is more, the offset to ask for next
+    (``again`` names what else the next call needs, such as the one URL of several)."""
     total = len(page.text)
     if total and offset >= total:
         raise ToolError(f"offset {offset} is past the end: the text has {total:,} characters")
@@ -262,9 +263,7 @@ def render_page(page: Page, offset: int, max_chars: int) -> str:
     body = chunk if chunk.strip() else "(no text content)"
     tail = ""
     if end < total:
-        tail = (
-            f"\n\n[characters {offset:,}-{end:,} of {total:,}; call web_extract with offset={end} for more]"
-        )
+        tail = f"\n\n[characters {offset:,}-{end:,} of {total:,}; call web_extract with {again}offset={end} for more]"
     elif offset:
         tail = f"\n\n[characters {offset:,}-{end:,} of {total:,}; end of text]"
     return "\n".join(head) + "\n\n" + body + tail

@@ -2,7 +2,8 @@
 ``web_extract`` (a page as markdown, a PDF as text, paged).
 
 ``web_search`` is hidden until a backend is configured. ``web_extract`` reaches only public addresses unless
-``[plugins.web] allow_networks`` says otherwise (``hermes_core.security.check_url``; every redirect hop too).
+``[plugins.web] allow_networks`` says otherwise (``hermes_core.security.check_url``; every redirect hop too);
+it takes up to ``MAX_URLS`` URLs in one call and fetches them in parallel, each through that policy.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ PAGE_CHARS = 20_000
 MAX_PAGE_CHARS = 100_000
 CACHE_SECONDS = 300.0
 CACHE_PAGES = 16
+MAX_URLS = 5
 
 SEARCH_SCHEMA: dict[str, Any] = {
     "name": "web_search",
@@ -46,22 +48,23 @@ SEARCH_SCHEMA: dict[str, Any] = {
 EXTRACT_SCHEMA: dict[str, Any] = {
     "name": "web_extract",
     "description": (
-        "Fetch a URL and return its text: HTML as clean markdown (navigation and scripts removed), PDF as "
-        "text, plain text/JSON as is. Long texts come in pages: the footer gives the offset for the next one."
+        "Fetch URLs (up to 5, in parallel) and return their text: HTML as clean markdown (navigation and "
+        "scripts removed), PDF as text, plain text/JSON as is. Long texts come in pages: the footer gives the "
+        "offset for the next one."
     ),
     "parameters": {
         "type": "object",
         "properties": {
-            "url": {"type": "string", "description": "http(s) URL."},
+            "urls": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": MAX_URLS},
+            "url": {"type": "string", "description": "One http(s) URL (or use urls)."},
             "offset": {"type": "integer", "minimum": 0, "description": "Character to start at (default 0)."},
             "max_chars": {
                 "type": "integer",
                 "minimum": 1000,
                 "maximum": MAX_PAGE_CHARS,
-                "description": f"Page size (default {PAGE_CHARS}).",
+                "description": f"Page size (default {PAGE_CHARS}, shared by the URLs).",
             },
         },
-        "required": ["url"],
         "additionalProperties": False,
     },
 }
@@ -157,14 +160,54 @@ def _refuse_literal(host: str, url: str, settings: WebSettings) -> None:
             raise ToolError(f"refused to fetch {url}: {verdict.reason}", retryable=False)
 
 
-def web_extract(url: str, offset: int = 0, max_chars: int = PAGE_CHARS, *, context: CallContext) -> str:
-    """A page of ``url``'s text (see ``EXTRACT_SCHEMA``)."""
+def web_extract(
+    urls: list[str] | None = None,
+    url: str | None = None,
+    offset: int = 0,
+    max_chars: int = PAGE_CHARS,
+    *,
+    context: CallContext,
+) -> str:
+    """A page of each URL's text, fetched in parallel (see ``EXTRACT_SCHEMA``)."""
+    targets = list(dict.fromkeys(u.strip() for u in [*(urls or []), *([url] if url else [])] if u.strip()))
+    if not targets:
+        raise ToolError("give the http(s) URLs to read in 'urls'", retryable=False)
+    if len(targets) > MAX_URLS:
+        raise ToolError(f"at most {MAX_URLS} URLs per call; {len(targets)} were given", retryable=False)
+    settings = _settings(context)
+    if len(targets) == 1:
+        return _extract(context, settings, targets[0], offset, max_chars)
+    if offset:
+        raise ToolError(
+            "offset pages through one document: give its URL alone with the offset", retryable=False
+        )
+    import concurrent.futures as cf
+
+    share = max(1000, max_chars // len(targets))
+
+    def one(target: str) -> tuple[bool, str]:
+        try:
+            return True, _extract(context, settings, target, 0, share, again=f'urls=["{target}"] and ')
+        except ToolError as err:
+            return False, f"URL: {target}\nError: {err}"
+
+    with cf.ThreadPoolExecutor(max_workers=len(targets), thread_name_prefix="hermes-extract") as pool:
+        results = list(pool.map(one, targets))
+    failed = sum(1 for ok, _ in results if not ok)
+    if failed == len(results):
+        raise ToolError("no URL could be read:\n\n" + "\n\n".join(text for _, text in results))
+    head = f"[{len(results)} URLs: {len(results) - failed} read" + (f", {failed} failed]" if failed else "]")
+    return head + "\n\n" + "\n\n---\n\n".join(text for _, text in results)
+
+
+def _extract(
+    context: CallContext, settings: WebSettings, url: str, offset: int, max_chars: int, again: str = ""
+) -> str:
+    """One page of one URL's text: the SSRF policy judges it, a recent fetch is reused for later pages."""
     from urllib.parse import urlsplit
 
     from ._web_extract import fetch, render_page
 
-    settings = _settings(context)
-    url = url.strip()
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a malformed port
@@ -178,7 +221,7 @@ def web_extract(url: str, offset: int = 0, max_chars: int = PAGE_CHARS, *, conte
     if page is None:
         page = fetch(fetch_client(context, settings), settings, url)
         cache.put(url, page)
-    return render_page(page, offset, max_chars)
+    return render_page(page, offset, max_chars, again)
 
 
 def search_available(system: Any) -> tuple[bool, str] | Unavailable:

@@ -3,8 +3,10 @@ models answer, one combines the answers). Both use only ``hermes_core.agent`` an
 
 Both are hidden, with the reason, while no model is configured (``[models]`` in the config). Settings, in
 ``[plugins.agents]``: ``max_depth`` (how deep delegation may nest, default 1: sub-agents cannot delegate),
+``max_concurrency`` (sub-agents running at once, default 3), ``max_tasks`` (tasks per call, default 6),
 ``subagent_max_turns`` (default 15), ``moa_models`` (reference models, default: every configured model) and
-``moa_aggregator`` (default: the default model).
+``moa_aggregator`` (default: the default model). The model is told the limits the config sets: delegate_task's
+description and schema come from it through ``dynamic_schema_overrides``.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ if TYPE_CHECKING:
     from hermes_core import ToolSystem
     from hermes_core.agent import Agent, AgentResult
 
-MAX_CONCURRENCY = 3  # sub-agents running at once (shown in the schema)
+MAX_CONCURRENCY = 3  # defaults of [plugins.agents] max_concurrency and max_tasks (shown in the schema)
 MAX_TASKS = 6
+TASKS_CEILING = 50  # the registered schema's bound; the config's max_tasks is what the model is shown
 DEFAULT_SUBAGENT_TURNS = 15
 DEFAULT_MAX_DEPTH = 1
 MAX_MOA_MODELS = 6
@@ -47,39 +50,55 @@ _TASK_PROPERTIES: dict[str, Any] = {
     },
 }
 
-DELEGATE_SCHEMA: dict[str, Any] = {
-    "name": "delegate_task",
-    "description": (
+# the same fields inside 'tasks', described once above
+_TASK_ITEM_PROPERTIES = {
+    key: {k: v for k, v in spec.items() if k != "description"} for key, spec in _TASK_PROPERTIES.items()
+}
+
+
+def _delegate_description(max_tasks: int, concurrency: int, nested: bool) -> str:
+    further = "may delegate in turn" if nested else "cannot delegate further"
+    return (
         "Hand self-contained tasks to sub-agents: each works with its own conversation and tools and returns a "
         "short report, so long investigations do not fill your context. Give one task with 'goal' (and "
-        f"'background'), or up to {MAX_TASKS} independent ones in 'tasks'; at most {MAX_CONCURRENCY} sub-agents "
-        "run at the same time. Sub-agents cannot ask the user anything and cannot delegate further."
-    ),
-    "parameters": {
+        f"'background'), or up to {max_tasks} independent ones in 'tasks'; at most {concurrency} sub-agents "
+        f"run at the same time. Sub-agents cannot ask the user anything and {further}."
+    )
+
+
+def _delegate_parameters(max_tasks: int, concurrency: int, turns: int) -> dict[str, Any]:
+    return {
         "type": "object",
         "properties": {
             **_TASK_PROPERTIES,
             "tasks": {
                 "type": "array",
                 "minItems": 1,
-                "maxItems": MAX_TASKS,
+                "maxItems": max_tasks,
                 "items": {
                     "type": "object",
-                    "properties": _TASK_PROPERTIES,
+                    "properties": _TASK_ITEM_PROPERTIES,
                     "required": ["goal"],
                     "additionalProperties": False,
                 },
-                "description": f"Several independent tasks instead of 'goal' (run {MAX_CONCURRENCY} at a time).",
+                "description": f"Several independent tasks instead of 'goal', each with goal, background and "
+                f"toolsets as above (run {concurrency} at a time).",
             },
             "max_turns": {
                 "type": "integer",
                 "minimum": 1,
                 "maximum": 50,
-                "description": f"Model turns each sub-agent may use (default {DEFAULT_SUBAGENT_TURNS}).",
+                "description": f"Model turns each sub-agent may use (default {turns}).",
             },
         },
         "additionalProperties": False,
-    },
+    }
+
+
+DELEGATE_SCHEMA: dict[str, Any] = {
+    "name": "delegate_task",
+    "description": _delegate_description(MAX_TASKS, MAX_CONCURRENCY, False),
+    "parameters": _delegate_parameters(TASKS_CEILING, MAX_CONCURRENCY, DEFAULT_SUBAGENT_TURNS),
 }
 
 MOA_SCHEMA: dict[str, Any] = {
@@ -132,8 +151,27 @@ def model_check(system: ToolSystem) -> tuple[bool, str] | Unavailable:
     return False, problem
 
 
-def _settings(context: CallContext) -> dict[str, Any]:
-    return context.plugin_config("agents")
+def _settings(context: Any) -> dict[str, Any]:
+    return dict(context.plugin_config("agents"))
+
+
+class _Limits:
+    """The delegation limits ``[plugins.agents]`` sets (``ToolError`` for a value that is not a whole number)."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.max_depth = _int_setting(settings, "max_depth", DEFAULT_MAX_DEPTH)
+        self.concurrency = max(1, _int_setting(settings, "max_concurrency", MAX_CONCURRENCY))
+        self.max_tasks = min(TASKS_CEILING, max(1, _int_setting(settings, "max_tasks", MAX_TASKS)))
+        self.turns = _int_setting(settings, "subagent_max_turns", DEFAULT_SUBAGENT_TURNS) or 1
+
+
+def delegate_overrides(available: frozenset[str], system: ToolSystem) -> dict[str, Any]:
+    """What the model is told about delegate_task: the configured limits, not hard-coded ones."""
+    limits = _Limits(_settings(system))
+    return {
+        "description": _delegate_description(limits.max_tasks, limits.concurrency, limits.max_depth > 1),
+        "parameters": _delegate_parameters(limits.max_tasks, limits.concurrency, limits.turns),
+    }
 
 
 def _int_setting(settings: dict[str, Any], key: str, default: int) -> int:
@@ -220,9 +258,14 @@ def delegate_task(
     system = context.host
     if system is None:
         raise ToolError("delegate_task needs a tool system", retryable=False)
-    settings = _settings(context)
-    max_depth = _int_setting(settings, "max_depth", DEFAULT_MAX_DEPTH)
-    turns = max_turns or _int_setting(settings, "subagent_max_turns", DEFAULT_SUBAGENT_TURNS) or 1
+    limits = _Limits(_settings(context))
+    if len(items) > limits.max_tasks:
+        raise ToolError(
+            f"{len(items)} tasks is more than the {limits.max_tasks} one call may hand out "
+            "([plugins.agents] max_tasks); merge some, or delegate in several calls"
+        )
+    max_depth = limits.max_depth
+    turns = max_turns or limits.turns
     parent = Agent.current(context)
     depth = parent.depth if parent is not None else 0
     if depth >= max_depth:
@@ -252,7 +295,7 @@ def delegate_task(
         raise ToolError(f"no model for the sub-agents: {err}", retryable=False) from None
     results: list[AgentResult | BaseException] = []
     pool = cf.ThreadPoolExecutor(
-        max_workers=min(MAX_CONCURRENCY, len(agents)), thread_name_prefix="hermes-subagent"
+        max_workers=min(limits.concurrency, len(agents)), thread_name_prefix="hermes-subagent"
     )
     try:
         futures = [
@@ -344,6 +387,7 @@ def register(registry: ToolRegistry) -> None:
         schema=DELEGATE_SCHEMA,
         handler=delegate_task,
         check_fn=model_check,
+        dynamic_schema_overrides=delegate_overrides,
         emoji="🧑‍🤝‍🧑",
         max_result_size_chars=40_000,
         timeout=1_800,

@@ -370,10 +370,16 @@ def _call_job(system: Host, job: dict[str, Any]) -> tuple[str, str]:
         return "error", f"the job's workspace {workspace} no longer exists"
     selection = job.get("selection")
     enabled = tuple(selection) if isinstance(selection, list) else None
+    session = f"cron-{job['id']}"
     with calls_in_workspace(workspace):
-        outcome = system.call_outcome(
-            job["tool"], dict(job.get("arguments") or {}), enabled=enabled, session_id=f"cron-{job['id']}"
-        )
+        try:
+            outcome = system.call_outcome(
+                job["tool"], dict(job.get("arguments") or {}), enabled=enabled, session_id=session
+            )
+        finally:
+            system.close_session(
+                session
+            )  # each run starts fresh: its environment, /tmp and processes end here
     return outcome.status, outcome.result
 
 

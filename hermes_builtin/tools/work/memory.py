@@ -20,7 +20,8 @@ SCHEMA: dict[str, Any] = {
         "Long-term memory that survives across sessions. Save durable facts worth knowing next time "
         "(conventions, decisions, lessons), not task progress. target 'user' holds facts about the user "
         "(preferences, role); 'notes' (default) everything else. Actions: read, add (content), "
-        "replace (id + content), remove (id). Total size is capped; remove or condense old entries when full."
+        "replace (old_text -> content), remove (old_text). old_text is a unique part of the entry. Total size is "
+        "capped; remove or condense old entries when full."
     ),
     "parameters": {
         "type": "object",
@@ -28,7 +29,8 @@ SCHEMA: dict[str, Any] = {
             "action": {"type": "string", "enum": ["read", "add", "replace", "remove"]},
             "target": {"type": "string", "enum": list(TARGETS), "description": "Default notes."},
             "content": {"type": "string", "minLength": 1, "maxLength": MAX_ENTRY_CHARS},
-            "id": {"type": "integer", "description": "replace/remove: the entry id shown by read."},
+            "old_text": {"type": "string", "minLength": 1},
+            "id": {"type": "integer", "description": "Instead of old_text: the id shown by read."},
         },
         "required": ["action"],
         "additionalProperties": False,
@@ -73,6 +75,7 @@ def memory(
     action: str,
     target: str = "notes",
     content: str | None = None,
+    old_text: str | None = None,
     id: int | None = None,
     *,
     context: CallContext,
@@ -100,22 +103,50 @@ def memory(
             state["next_id"] = new_id + 1
             note = f"Added entry {new_id}"
         else:
-            if id is None:
-                raise ToolError(f"{action} needs 'id' (see action read)")
-            match = next((e for e in entries if e["id"] == id), None)
-            if match is None:
-                known = ", ".join(str(e["id"]) for e in entries) or "none"
-                raise ToolError(f"no entry {id} in memory '{target}' (ids: {known})")
+            match = _find(entries, target, action, old_text, id)
             if action == "replace":
                 text = _clean(content)
                 _check_size(entries, len(text) - len(match["content"]))
                 match["content"] = text
                 match["updated"] = now
-                note = f"Replaced entry {id}"
+                note = f"Replaced entry {match['id']}"
             else:
                 entries.remove(match)
-                note = f"Removed entry {id}"
+                note = f"Removed entry {match['id']}"
         return f"{note}. Memory '{target}' now uses {_used(entries)}/{MAX_TOTAL_CHARS} chars."
+
+
+def _preview(entry: dict[str, Any]) -> str:
+    text = " ".join(entry["content"].split())
+    return f"[{entry['id']}] {text[:80]}{'…' if len(text) > 80 else ''}"
+
+
+def _find(
+    entries: list[dict[str, Any]], target: str, action: str, old_text: str | None, entry_id: int | None
+) -> dict[str, Any]:
+    """The one entry ``old_text`` (a unique part of it, spaces normalised) or ``entry_id`` names."""
+    if entry_id is not None:
+        match = next((e for e in entries if e["id"] == entry_id), None)
+        if match is None:
+            known = ", ".join(str(e["id"]) for e in entries) or "none"
+            raise ToolError(f"no entry {entry_id} in memory '{target}' (ids: {known})")
+        return match
+    wanted = " ".join((old_text or "").split())
+    if not wanted:
+        raise ToolError(
+            f"{action} needs 'old_text': a part of the entry to {action}, unique in memory '{target}'"
+        )
+    found = [e for e in entries if wanted in " ".join(e["content"].split())]
+    exact = [e for e in found if " ".join(e["content"].split()) == wanted]
+    if len(found) == 1 or len(exact) == 1:
+        return (exact or found)[0]
+    if not found:
+        raise ToolError(f"no entry of memory '{target}' contains {wanted[:80]!r}; read shows what is there")
+    candidates = "; ".join(_preview(e) for e in found[:10])
+    raise ToolError(
+        f"{wanted[:80]!r} matches {len(found)} entries of memory '{target}', so nothing was changed; give a longer "
+        f"part of the one you mean. Candidates: {candidates}"
+    )
 
 
 def _check_size(entries: list[dict[str, Any]], growth: int) -> None:

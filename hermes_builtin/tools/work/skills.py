@@ -3,8 +3,14 @@
 A skill is a folder holding a ``SKILL.md`` whose front matter has ``name`` and ``description``, plus any
 linked files (references, templates, scripts). Skills come from the bundled folder
 (``hermes_builtin/skills``, read-only) and from ``<data dir>/skills`` (managed by the model); a user
-skill overrides a bundled one of the same name. Listing shows only names and descriptions; the body
-is loaded on demand (progressive disclosure).
+skill overrides a bundled one of the same name. A skill may sit in a category folder
+(``<root>/<category>/<name>/SKILL.md``); names are unique across categories. Listing shows only names and
+descriptions; the body is loaded on demand (progressive disclosure). What ``skill_manage`` saves passes the
+skills guard (``_skills_guard``) first.
+
+User skills are private data (they hold what the user and the model wrote down). A call whose selection
+cannot manage skills (``skill_manage`` not enabled, as in ``hermes-webhook``, the toolset for untrusted
+input) reads the bundled skills only: a user skill is neither listed nor loadable there.
 """
 
 from __future__ import annotations
@@ -32,10 +38,14 @@ MAX_PATH_PARTS = 4
 LIST_SCHEMA: dict[str, Any] = {
     "name": "skills_list",
     "description": (
-        "List the available skills (name and one-line description). A skill holds instructions for a kind of "
-        "task; when one fits what you are doing, load it with skill_view before starting."
+        "List the available skills (name and one-line description), by category. A skill holds instructions "
+        "for a kind of task; when one fits what you are doing, load it with skill_view before starting."
     ),
-    "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
+    "parameters": {
+        "type": "object",
+        "properties": {"category": {"type": "string", "description": "Only this category."}},
+        "additionalProperties": False,
+    },
 }
 
 VIEW_SCHEMA: dict[str, Any] = {
@@ -58,21 +68,27 @@ VIEW_SCHEMA: dict[str, Any] = {
 MANAGE_SCHEMA: dict[str, Any] = {
     "name": "skill_manage",
     "description": (
-        "Create, edit or delete your own skills; save a skill after solving a task you may meet again. "
-        "name: lowercase letters, digits, '-'. create: content is the whole SKILL.md, starting with front "
-        "matter '---\\nname: <name>\\ndescription: <when to use it>\\n---' then the instructions. "
-        "edit: content (whole new SKILL.md) or old_string + new_string (replace one exact occurrence). "
-        "delete: the whole skill. write_file / remove_file: a linked file at file_path (relative, e.g. "
-        "references/api.md). Bundled skills are read-only: create one of the same name to override it."
+        "Create, change or delete your own skills; save one after solving a task you may meet again. name: "
+        "lowercase letters, digits, '-'. create: content is the whole SKILL.md (front matter '---\\nname: "
+        "<name>\\ndescription: <when to use it>\\n---', then the instructions), category optional. patch: "
+        "old_string -> new_string in SKILL.md or file_path (once, or replace_all). edit: content replaces "
+        "SKILL.md. delete: the skill. write_file / remove_file: a linked file at file_path (e.g. "
+        "references/api.md). Bundled skills are read-only: create one of the same name to override it. "
+        "Content that tells a model to ignore its rules, leak data or run dangerous commands is refused."
     ),
     "parameters": {
         "type": "object",
         "properties": {
-            "action": {"type": "string", "enum": ["create", "edit", "delete", "write_file", "remove_file"]},
+            "action": {
+                "type": "string",
+                "enum": ["create", "patch", "edit", "delete", "write_file", "remove_file"],
+            },
             "name": {"type": "string", "maxLength": 64},
+            "category": {"type": "string", "maxLength": 64},
             "content": {"type": "string", "maxLength": MAX_FILE},
             "old_string": {"type": "string"},
             "new_string": {"type": "string"},
+            "replace_all": {"type": "boolean"},
             "file_path": {"type": "string", "maxLength": 200},
         },
         "required": ["action", "name"],
@@ -87,74 +103,100 @@ class Skill(NamedTuple):
     path: Path
     bundled: bool
     problem: str | None = None
+    category: str | None = None
 
 
 def _user_root(context: CallContext) -> Path:
     return context.data_dir / TOOLSET
 
 
-def _check_name(name: str) -> str:
+def _check_name(name: str, what: str = "skill name") -> str:
     if not NAME_RE.match(name):
         raise ToolError(
-            f"invalid skill name {name[:80]!r}: use 1-64 lowercase letters, digits and '-', starting with a letter or digit"
+            f"invalid {what} {name[:80]!r}: use 1-64 lowercase letters, digits and '-', starting with a letter or digit"
         )
     return name
 
 
-def _read_meta(folder: Path, bundled: bool) -> Skill:
+def _read_meta(folder: Path, bundled: bool, category: str | None = None) -> Skill:
     from ._frontmatter import FrontMatterError, parse_front_matter
 
     try:
         text = (folder / "SKILL.md").read_text(encoding="utf-8")[: MAX_SKILL_MD + 1]
         fields, _ = parse_front_matter(text)
     except (OSError, UnicodeDecodeError, FrontMatterError) as exc:
-        return Skill(folder.name, "", folder, bundled, f"unreadable SKILL.md: {exc}")
-    return Skill(folder.name, fields.get("description", ""), folder, bundled)
+        return Skill(folder.name, "", folder, bundled, f"unreadable SKILL.md: {exc}", category)
+    return Skill(folder.name, fields.get("description", ""), folder, bundled, None, category)
+
+
+def _children(folder: Path) -> list[Path]:
+    try:
+        return sorted(c for c in folder.iterdir() if NAME_RE.match(c.name) and not c.is_symlink())
+    except OSError:
+        return []
 
 
 def _scan(root: Path, bundled: bool) -> dict[str, Skill]:
+    """Skills at ``root/<name>`` and in category folders ``root/<category>/<name>`` (the first of a name wins)."""
     found: dict[str, Skill] = {}
-    try:
-        children = sorted(root.iterdir())
-    except OSError:
-        return found
-    for child in children:
-        if NAME_RE.match(child.name) and (child / "SKILL.md").is_file():
-            found[child.name] = _read_meta(child, bundled)
+    for child in _children(root):
+        if (child / "SKILL.md").is_file():
+            found.setdefault(child.name, _read_meta(child, bundled))
+        elif child.is_dir():
+            for sub in _children(child):
+                if (sub / "SKILL.md").is_file():
+                    found.setdefault(sub.name, _read_meta(sub, bundled, child.name))
     return found
+
+
+def _reads_user_skills(context: CallContext) -> bool:
+    """Whether this call may see user skills: only where the selection may manage them too."""
+    return context.enabled is None or "skill_manage" in context.enabled
 
 
 def _all_skills(context: CallContext) -> dict[str, Skill]:
     skills = _scan(BUNDLED_DIR, True)
-    skills.update(_scan(_user_root(context), False))
+    if _reads_user_skills(context):
+        skills.update(_scan(_user_root(context), False))
     return dict(sorted(skills.items()))
 
 
 def _find(context: CallContext, name: str) -> Skill:
     _check_name(name)
-    user = _user_root(context) / name
-    if (user / "SKILL.md").is_file():
-        return _read_meta(user, False)
-    bundled = BUNDLED_DIR / name
-    if (bundled / "SKILL.md").is_file():
-        return _read_meta(bundled, True)
-    raise ToolError(f"no skill named {name!r}; skills_list shows the available ones")
+    user = _scan(_user_root(context), False).get(name) if _reads_user_skills(context) else None
+    skill = user or _scan(BUNDLED_DIR, True).get(name)
+    if skill is None:
+        raise ToolError(f"no skill named {name!r}; skills_list shows the available ones")
+    return skill
 
 
-def skills_list(*, context: CallContext) -> str:
-    """Names and descriptions of every skill (user skills override bundled ones)."""
+def _line(skill: Skill) -> str:
+    if skill.problem:
+        return f"- {skill.name}: ({skill.problem})"
+    desc = " ".join(skill.description.split())
+    if len(desc) > 200:
+        desc = desc[:200] + "…"
+    return f"- {skill.name}{' [bundled]' if skill.bundled else ''}: {desc}"
+
+
+def skills_list(category: str | None = None, *, context: CallContext) -> str:
+    """Names and descriptions of every skill (user skills override bundled ones), grouped by category."""
     skills = list(_all_skills(context).values())
+    if category is not None:
+        skills = [s for s in skills if s.category == category]
+        if not skills:
+            known = sorted({s.category for s in _all_skills(context).values() if s.category})
+            raise ToolError(f"no skills in category {category!r} (categories: {', '.join(known) or 'none'})")
     if not skills:
         return "No skills available yet. Create one with skill_manage."
+    skills.sort(key=lambda s: (s.category or "", s.name))
     lines = [f"{len(skills)} skills (load one with skill_view):"]
+    current: str | None = None
     for skill in skills[:MAX_LISTED]:
-        desc = " ".join(skill.description.split())
-        if len(desc) > 200:
-            desc = desc[:200] + "…"
-        tag = " [bundled]" if skill.bundled else ""
-        lines.append(
-            f"- {skill.name}{tag}: {desc}" if not skill.problem else f"- {skill.name}: ({skill.problem})"
-        )
+        if skill.category != current and skill.category is not None:
+            lines.append(f"## {skill.category}")
+        current = skill.category
+        lines.append(_line(skill))
     if len(skills) > MAX_LISTED:
         lines.append(f"… and {len(skills) - MAX_LISTED} more not shown")
     return "\n".join(lines)
@@ -255,6 +297,65 @@ def _check_text(content: str | None, what: str) -> str:
     return content
 
 
+def _guard(context: CallContext, name: str, text: str, file_name: str = "SKILL.md") -> str:
+    """Scan what is about to be saved: refuse (``ToolError``), or return a warning for the result ("" if clean)."""
+    from ._skills_guard import GUARD_MODES, scan
+
+    mode = context.plugin_config(TOOLSET).get("guard", "refuse")
+    if mode not in GUARD_MODES:
+        raise ToolError(f"[plugins.skills] guard must be one of {', '.join(GUARD_MODES)}, not {mode!r}")
+    findings = scan(text, file_name) if mode != "off" else []
+    if not findings:
+        return ""
+    found = "; ".join(str(f) for f in findings[:5]) + (
+        f" (and {len(findings) - 5} more)" if len(findings) > 5 else ""
+    )
+    if mode == "warn":
+        return f" Warning, the skills guard found: {found}."
+    raise ToolError(
+        f"refused to save {file_name} of skill {name!r}: a skill is loaded later as trusted instructions, and this "
+        f"content looks like an attack on the model that loads it: {found}. Remove it (an operator can allow "
+        'such content with [plugins.skills] guard = "warn").',
+        retryable=False,
+    )
+
+
+def _user_folder(root: Path, name: str) -> Path | None:
+    """The folder of the user skill ``name`` (top level or in a category), or None."""
+    skill = _scan(root, False).get(name)
+    return skill.path if skill is not None else None
+
+
+def _create(
+    context: CallContext, root: Path, name: str, text: str, category: str | None, bundled: bool
+) -> str:
+    import shutil
+    import tempfile
+
+    if category is not None:
+        _check_name(category, "category")
+        if (root / category / "SKILL.md").is_file() or category == name:
+            raise ToolError(f"{category!r} is a skill, not a category; choose another category name")
+    folder = root / category / name if category else root / name
+    if folder.exists() and not category and any((c / "SKILL.md").is_file() for c in _children(folder)):
+        raise ToolError(f"{name!r} is a category of skills; choose another skill name")
+    _validate_skill_md(name, text)
+    warning = _guard(context, name, text)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
+    try:
+        atomic_write(staging / "SKILL.md", text)
+        if folder.exists():  # a leftover folder without SKILL.md
+            shutil.rmtree(folder)
+        os.replace(staging, folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    where = f" in category {category!r}" if category else ""
+    note = " (overrides the bundled skill of that name)" if bundled else ""
+    return f"Created skill {name!r}{where}{note}.{warning}"
+
+
 def skill_manage(
     action: str,
     name: str,
@@ -262,43 +363,34 @@ def skill_manage(
     old_string: str | None = None,
     new_string: str | None = None,
     file_path: str | None = None,
+    category: str | None = None,
+    replace_all: bool = False,
     *,
     context: CallContext,
 ) -> str:
-    """Create, edit or delete a user skill, or write or remove one of its linked files."""
+    """Create, patch, edit or delete a user skill, or write or remove one of its linked files."""
     import shutil
     import tempfile
 
     _check_name(name)
     root = _user_root(context)
-    folder = root / name
     with file_lock(root / ".lock"):
-        exists = (folder / "SKILL.md").is_file()
-        bundled = (BUNDLED_DIR / name / "SKILL.md").is_file()
+        folder = _user_folder(root, name)
+        bundled = _scan(BUNDLED_DIR, True).get(name) is not None
         if action == "create":
-            text = _check_text(content, "create")
-            if exists:
-                raise ToolError(f"skill {name!r} already exists; use action edit")
-            _validate_skill_md(name, text)
-            staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
-            try:
-                atomic_write(staging / "SKILL.md", text)
-                if folder.exists():  # a leftover folder without SKILL.md
-                    shutil.rmtree(folder)
-                os.replace(staging, folder)
-            except BaseException:
-                shutil.rmtree(staging, ignore_errors=True)
-                raise
-            note = " (overrides the bundled skill of that name)" if bundled else ""
-            return f"Created skill {name!r}{note}."
-        if not exists:
+            if folder is not None:
+                raise ToolError(f"skill {name!r} already exists; use action patch or edit")
+            return _create(context, root, name, _check_text(content, "create"), category, bundled)
+        if folder is None:
             if bundled:
                 raise ToolError(
                     f"{name!r} is a bundled skill and read-only; create a skill of the same name to override it"
                 )
             raise ToolError(f"no user skill named {name!r}")
+        if action == "patch":
+            return _patch(context, folder, name, file_path, old_string, new_string, replace_all)
         if action == "edit":
-            return _edit(folder, name, content, old_string, new_string)
+            return _edit(context, folder, name, content, old_string, new_string)
         if action == "delete":
             trash = Path(tempfile.mkdtemp(prefix=f".trash-{name}.", dir=root))
             os.replace(folder, trash / name)
@@ -310,7 +402,7 @@ def skill_manage(
                 raise ToolError(f"{action} needs 'file_path'")
             rel = _relpath(file_path.strip())
             if rel.as_posix() == "SKILL.md":
-                raise ToolError("SKILL.md is changed with action edit")
+                raise ToolError("SKILL.md is changed with action patch or edit")
             target = _inside(folder, rel)
             if action == "remove_file":
                 if not target.is_file():
@@ -324,12 +416,53 @@ def skill_manage(
                 raise ToolError(f"skill {name!r} already has {MAX_FILES} files")
             if target.is_dir():
                 raise ToolError(f"{rel.as_posix()!r} is a folder")
+            warning = _guard(context, name, text, rel.as_posix())
             atomic_write(target, text)
-            return f"Wrote {rel.as_posix()} ({len(text)} chars) in skill {name!r}."
-        raise ToolError(f"unknown action {action!r}; use create, edit, delete, write_file or remove_file")
+            return f"Wrote {rel.as_posix()} ({len(text)} chars) in skill {name!r}.{warning}"
+        raise ToolError(
+            f"unknown action {action!r}; use create, patch, edit, delete, write_file or remove_file"
+        )
 
 
-def _edit(folder: Path, name: str, content: str | None, old: str | None, new: str | None) -> str:
+def _patch(
+    context: CallContext,
+    folder: Path,
+    name: str,
+    file_path: str | None,
+    old: str | None,
+    new: str | None,
+    every: bool,
+) -> str:
+    """Replace ``old`` with ``new`` in SKILL.md or a linked file: exactly once, or everywhere with ``every``."""
+    if not old or new is None:
+        raise ToolError("patch needs old_string (non-empty) and new_string")
+    rel = _relpath(file_path.strip()) if file_path and file_path.strip() != "SKILL.md" else None
+    target = _inside(folder, rel) if rel is not None else folder / "SKILL.md"
+    shown = rel.as_posix() if rel is not None else "SKILL.md"
+    try:
+        current = target.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ToolError(f"skill {name!r} has no file {shown!r}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ToolError(f"cannot read {shown} of skill {name!r}: {exc}") from None
+    count = current.count(old)
+    if count == 0 or (count > 1 and not every):
+        hint = "" if count == 0 else " (add context, or set replace_all)"
+        raise ToolError(f"old_string occurs {count} times in {shown}; it must occur exactly once{hint}")
+    text = current.replace(old, new)
+    if rel is None:
+        _validate_skill_md(name, text)
+    elif len(text) > MAX_FILE:
+        raise ToolError(f"a linked file holds at most {MAX_FILE} chars")
+    warning = _guard(context, name, text, shown)
+    atomic_write(target, text)
+    plural = "s" if count != 1 else ""
+    return f"Patched {shown} of skill {name!r} ({count} replacement{plural}).{warning}"
+
+
+def _edit(
+    context: CallContext, folder: Path, name: str, content: str | None, old: str | None, new: str | None
+) -> str:
     path = folder / "SKILL.md"
     if content is not None:
         if old is not None or new is not None:
@@ -337,7 +470,7 @@ def _edit(folder: Path, name: str, content: str | None, old: str | None, new: st
         text = _check_text(content, "edit")
     else:
         if not old or new is None:
-            raise ToolError("edit needs content, or old_string (non-empty) and new_string")
+            raise ToolError("edit needs content (or use action patch with old_string and new_string)")
         current = path.read_text(encoding="utf-8")
         count = current.count(old)
         if count != 1:
@@ -346,8 +479,9 @@ def _edit(folder: Path, name: str, content: str | None, old: str | None, new: st
             )
         text = current.replace(old, new, 1)
     _validate_skill_md(name, text)
+    warning = _guard(context, name, text)
     atomic_write(path, text)
-    return f"Updated skill {name!r} ({len(text)} chars)."
+    return f"Updated skill {name!r} ({len(text)} chars).{warning}"
 
 
 def register(registry: ToolRegistry) -> None:

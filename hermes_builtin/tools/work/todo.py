@@ -18,30 +18,43 @@ SCHEMA: dict[str, Any] = {
     "name": "todo",
     "description": (
         "Your task list for this session. Use it for multi-step work: add the steps, mark one in_progress "
-        "while you work on it, completed when done. Every call returns the whole list. "
-        "Actions: add (items), update (id + status and/or content), list, clear (all, or done_only)."
+        "while you work on it, completed when done. Every call returns the whole list. Actions: add (items), "
+        "update (id + status and/or content), write (todos: the whole list; with merge, the items to change by "
+        "id or add), list, clear (all, or done_only)."
     ),
     "parameters": {
         "type": "object",
         "properties": {
-            "action": {"type": "string", "enum": ["add", "update", "list", "clear"]},
+            "action": {"type": "string", "enum": ["add", "update", "write", "list", "clear"]},
             "items": {
                 "type": "array",
                 "items": {"type": "string", "minLength": 1, "maxLength": MAX_CONTENT},
                 "maxItems": MAX_ITEMS,
                 "description": "add: the new tasks, in order.",
             },
-            "id": {"type": "integer", "description": "update: the task id."},
-            "status": {"type": "string", "enum": list(STATUSES), "description": "update: the new status."},
-            "content": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": MAX_CONTENT,
-                "description": "update: new text.",
-            },
+            "id": {"type": "integer"},
+            "status": {"type": "string", "enum": list(STATUSES)},
+            "content": {"type": "string", "minLength": 1, "maxLength": MAX_CONTENT},
             "done_only": {
                 "type": "boolean",
                 "description": "clear: remove only completed and cancelled tasks.",
+            },
+            "todos": {
+                "type": "array",
+                "maxItems": MAX_ITEMS,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "integer"},
+                        "content": {"type": "string", "minLength": 1, "maxLength": MAX_CONTENT},
+                        "status": {"type": "string", "enum": list(STATUSES)},
+                    },
+                    "additionalProperties": False,
+                },
+            },
+            "merge": {
+                "type": "boolean",
+                "description": "write: change and add instead of replacing the list.",
             },
         },
         "required": ["action"],
@@ -74,10 +87,12 @@ def todo(
     status: str | None = None,
     content: str | None = None,
     done_only: bool = False,
+    todos: list[dict[str, Any]] | None = None,
+    merge: bool = False,
     *,
     context: CallContext,
 ) -> str:
-    """Add, update, list or clear the tasks of the calling session."""
+    """Add, update, write, list or clear the tasks of the calling session."""
     path = context.data_dir / TOOLSET / f"{safe_key(context.session_id)}.json"
     if action == "list":
         return _render(_valid(read_json(path, None)))
@@ -109,14 +124,59 @@ def todo(
                 match["status"] = status
             if content is not None:
                 match["content"] = _clean(content)
+        elif action == "write":
+            if todos is None:
+                raise ToolError(
+                    "write needs 'todos': the whole list (or, with merge, the items to change or add)"
+                )
+            state["items"] = _merged(state, todos) if merge else _replaced(state, todos)
         elif action == "clear":
             if done_only:
                 state["items"] = [it for it in entries if it["status"] in ("pending", "in_progress")]
             else:
                 state["items"] = []
         else:
-            raise ToolError(f"unknown action {action!r}; use add, update, list or clear")
+            raise ToolError(f"unknown action {action!r}; use add, update, write, list or clear")
         return _render(state)
+
+
+def _new_item(state: dict[str, Any], given: dict[str, Any], taken: set[int]) -> dict[str, Any]:
+    if "content" not in given:
+        raise ToolError(f"a new task needs 'content' (got {given!r})")
+    wanted = given.get("id")
+    item_id = int(state["next_id"])
+    if isinstance(wanted, int) and wanted > 0 and wanted not in taken:
+        item_id = wanted
+    state["next_id"] = max(state["next_id"], item_id + 1)
+    taken.add(item_id)
+    return {"id": item_id, "content": _clean(given["content"]), "status": given.get("status", "pending")}
+
+
+def _replaced(state: dict[str, Any], todos: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The list becomes ``todos``: ids given are kept when unique, the others are numbered on."""
+    taken: set[int] = set()
+    return [_new_item(state, given, taken) for given in todos]
+
+
+def _merged(state: dict[str, Any], todos: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Items whose id exists are changed (content and/or status); the others are added at the end."""
+    items: list[dict[str, Any]] = [dict(it) for it in state["items"]]
+    by_id = {it["id"]: it for it in items}
+    taken = set(by_id)
+    for given in todos:
+        current = by_id.get(given.get("id", -1))
+        if current is None:
+            items.append(_new_item(state, given, taken))
+            continue
+        if "content" in given:
+            current["content"] = _clean(given["content"])
+        if "status" in given:
+            current["status"] = given["status"]
+    if len(items) > MAX_ITEMS:
+        raise ToolError(
+            f"the list would have more than {MAX_ITEMS} tasks; clear finished ones first (done_only)"
+        )
+    return items
 
 
 def _valid(raw: Any) -> dict[str, Any]:

@@ -40,7 +40,7 @@ def _client_logs(caplog: pytest.LogCaptureFixture) -> str:
 
 
 def _platform_enum(system: ToolSystem) -> list[str]:
-    (tool,) = [d for d in system.definitions() if d["function"]["name"] == "send_message"]
+    (tool,) = [d for d in system.definitions(search="off") if d["function"]["name"] == "send_message"]
     return list(tool["function"]["parameters"]["properties"]["platform"]["enum"])
 
 

@@ -121,3 +121,35 @@ def _builtin() -> object:
     import hermes_builtin.plugin
 
     return hermes_builtin.plugin
+
+
+def test_webhook_reads_only_the_bundled_skills(builtin_system: ToolSystem) -> None:
+    secret = "private-skill-body-7f3a"
+    made = builtin_system.call_outcome(
+        "skill_manage",
+        {
+            "action": "create",
+            "name": "my-notes",
+            "content": f"---\nname: my-notes\ndescription: The user's private notes.\n---\n\n{secret}\n",
+        },
+    )
+    assert made.ok, made.result
+    shadow = builtin_system.call_outcome(  # a user skill overriding a bundled one must not show either
+        "skill_manage",
+        {
+            "action": "create",
+            "name": "git-workflow",
+            "content": f"---\nname: git-workflow\ndescription: shadowed\n---\n\n{secret}\n",
+        },
+    )
+    assert shadow.ok, shadow.result
+    everything = builtin_system.call("skill_view", {"name": "my-notes"})
+    assert secret in everything  # the full selection (with skill_manage) reads it
+    webhook = ["hermes-webhook"]
+    listed = builtin_system.call_outcome("skills_list", {}, enabled=webhook)
+    assert listed.ok and "my-notes" not in listed.result and "shadowed" not in listed.result
+    assert "git-workflow [bundled]" in listed.result
+    view = builtin_system.call_outcome("skill_view", {"name": "my-notes"}, enabled=webhook)
+    assert view.status == "error" and secret not in view.result and "no skill named" in view.result
+    bundled = builtin_system.call_outcome("skill_view", {"name": "git-workflow"}, enabled=webhook)
+    assert bundled.ok and secret not in bundled.result and "git" in bundled.result

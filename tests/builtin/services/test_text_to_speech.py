@@ -126,3 +126,48 @@ def test_hidden_without_an_engine(
     )
     no_key = configure(tts={"provider": "openai"})
     assert 'provider "openai" needs an api_key' in no_key.availability_of("text_to_speech")[1]
+
+
+@needs_espeak
+@pytest.mark.parametrize(
+    ("fmt", "suffix", "mime", "magic"),
+    [("mp3", ".mp3", "audio/mpeg", b"ID3"), ("opus", ".ogg", "audio/ogg", b"OggS")],
+)
+def test_offline_speech_is_converted_with_ffmpeg(
+    builtin_system: ToolSystem, fmt: str, suffix: str, mime: str, magic: bytes
+) -> None:
+    assert shutil.which("ffmpeg"), "ffmpeg is installed by .ci/run"
+    outcome = builtin_system.call_outcome("text_to_speech", {"text": "Converted offline.", "format": fmt})
+    assert outcome.ok, outcome.result
+    data, path = _saved(outcome.result)
+    assert data["format"] == fmt and path.suffix == suffix and data["files"][0]["mime_type"] == mime
+    raw = path.read_bytes()
+    assert raw.startswith(magic) and b"RIFF" not in raw[:64]
+    if fmt == "opus":
+        assert b"OpusHead" in raw[:200]
+    assert 0.5 < data["seconds"] < 10.0  # measured before the conversion
+    probe = subprocess.run(
+        ["ffprobe", "-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert probe.stdout.strip() == {"mp3": "mp3", "opus": "opus"}[fmt]
+
+
+@needs_espeak
+def test_configured_format_and_no_ffmpeg(
+    configure: Configure, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    system = configure(tts={"format": "mp3"})
+    data, path = _saved(system.call("text_to_speech", {"text": "The default format comes from config."}))
+    assert data["format"] == "mp3" and path.suffix == ".mp3"
+    only_espeak = tmp_path / "bin"
+    only_espeak.mkdir()
+    (only_espeak / "espeak-ng").symlink_to(shutil.which("espeak-ng") or "")
+    monkeypatch.setenv("PATH", str(only_espeak))
+    data, path = _saved(system.call("text_to_speech", {"text": "No converter here."}))
+    assert data["format"] == "wav" and path.suffix == ".wav" and path.read_bytes()[:4] == b"RIFF"
+    assert "converting to mp3 needs ffmpeg, which is not installed: apt install ffmpeg" in data["message"]
+    bad = configure(tts={"format": "ogg"}).call_outcome("text_to_speech", {"text": "x"})
+    assert bad.status == "error" and "format 'ogg' is not one of" in bad.result

@@ -18,7 +18,7 @@ KEY = "vidkey-0b1c2d3e4f5a6978"
 
 
 def _properties(system: ToolSystem) -> dict[str, Any]:
-    (tool,) = [d for d in system.definitions() if d["function"]["name"] == "video_generate"]
+    (tool,) = [d for d in system.definitions(search="off") if d["function"]["name"] == "video_generate"]
     return dict(tool["function"]["parameters"]["properties"])
 
 

@@ -1,0 +1,32 @@
+"""The check shared by the tools that run code: hidden, with the reason and the fix, when commands cannot start."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hermes_core import Unavailable
+
+
+def commands_can_start(system: Any) -> tuple[bool, str] | Unavailable:
+    """Asks the session environment whether a command can start: the local one through the sandbox's own
+    readiness (``hermes_core.sandbox.readiness``), any other kind through its probe."""
+    from hermes_core.environments import configured_kind, environment_status
+
+    if configured_kind(system) == "local":
+        from hermes_core.sandbox import readiness
+
+        ready = readiness(system)
+        return (True, "") if ready else Unavailable(ready.reason, fix=ready.fix)
+    status = environment_status(system, refresh=True)
+    if status.ready:
+        return True, ""
+    return Unavailable(f"the {status.kind} environment cannot start: {status.reason}", fix=status.fix)
+
+
+def shell_can_start(system: Any) -> tuple[bool, str] | Unavailable:
+    """``terminal`` and ``process`` also need bash."""
+    import shutil  # not at import: it pulls in the compression modules
+
+    if shutil.which("bash") is None:
+        return Unavailable("bash is not installed", fix="install bash (apt install bash)")
+    return commands_can_start(system)

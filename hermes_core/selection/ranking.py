@@ -1,0 +1,589 @@
+"""Ranking tools for a query: the built-in lexical ranker (fielded BM25) and the ``Ranker`` seam plugins fill.
+
+A ranker is made from the searchable tools of one selection (``ToolDoc``s) and answers ``search(query, limit)``
+with ``(name, score)`` pairs, best first. The built-in ``BM25Ranker`` needs no model: it splits names into their
+parts (``snake_case``, ``camelCase``, ``kebab-case``), folds word forms with a light stemmer (``creates``,
+``created``, ``creating`` -> ``creat``), weighs a tool's name above its description and its parameters, and
+widens the query with a short table of everyday synonyms (``remove`` also looks for ``delete``) at a lower
+weight. Each posting's BM25 contribution is computed once when the index is built, so a query only adds up
+numbers; terms found in a large share of the tools only re-score candidates the rarer terms found.
+
+Plugins add rankers with the ``register_tool_rankers`` hook (an embedding ranker, say) and the configuration
+chooses one, or several fused by reciprocal rank (``[tools] search_ranker``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Any, Protocol
+
+__all__ = [
+    "BM25Ranker",
+    "Ranker",
+    "RankerFactory",
+    "ToolDoc",
+    "fuse",
+    "stem",
+    "terms",
+    "tool_doc",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDoc:
+    """What a ranker may read of one tool: its name, description, parameters, toolset and source."""
+
+    name: str
+    description: str = ""
+    parameters: tuple[tuple[str, str], ...] = ()  # (name, description) of each top-level parameter
+    toolset: str = ""
+    source: str = ""  # the plugin, distribution or MCP server that provides it
+    schema: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+class Ranker(Protocol):
+    """Ranks the tools it was made from for a query: ``(name, score)`` pairs, best first, at most ``limit``."""
+
+    def search(self, query: str, limit: int) -> list[tuple[str, float]]: ...
+
+
+RankerFactory = Callable[[Sequence[ToolDoc]], Ranker]
+"""Makes a ranker over a selection's searchable tools (called again whenever those tools change)."""
+
+
+def tool_doc(schema: Mapping[str, Any], toolset: str = "", source: str = "") -> ToolDoc:
+    """The ``ToolDoc`` of a registered schema (``{"name", "description", "parameters"}``)."""
+    params = schema.get("parameters")
+    props = params.get("properties") if isinstance(params, Mapping) else None
+    pairs: list[tuple[str, str]] = []
+    if isinstance(props, Mapping):
+        for key, value in props.items():
+            text = value.get("description", "") if isinstance(value, Mapping) else ""
+            pairs.append((str(key), str(text or "")))
+    return ToolDoc(
+        name=str(schema.get("name", "")),
+        description=str(schema.get("description") or ""),
+        parameters=tuple(pairs),
+        toolset=toolset,
+        source=source,
+        schema=schema,
+    )
+
+
+# -- text -> terms -----------------------------------------------------------------------------------------
+
+_WORDS = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|[a-z]+|\d+")
+_STOP_WORDS = (
+    "a an and are as at be been by can could do does for from has have how i if in into is it its me my of on "
+    "or our please so some that the their them then there these this those to us was we what when where which "
+    "will with would you your want need let just also any all able using use uses via per than did up about "
+    "whole "
+    "across"
+)
+_STOP = frozenset(_STOP_WORDS.split())
+_DOUBLE = frozenset("bdfgklmnprtz")
+# (suffix, replacement, the shortest word it applies to): plurals first, then verb and noun endings
+_PLURAL = (
+    ("ies", "y", 5),
+    ("sses", "ss", 5),
+    ("ches", "ch", 5),
+    ("shes", "sh", 5),
+    ("xes", "x", 5),
+    ("zes", "z", 5),
+)
+_ENDINGS = (("ing", "", 6), ("eed", "eed", 4), ("ed", "", 5), ("ation", "at", 8), ("er", "", 7))
+
+
+def _strip(word: str, rules: tuple[tuple[str, str, int], ...]) -> str | None:
+    for suffix, replacement, shortest in rules:
+        if len(word) >= shortest and word.endswith(suffix):
+            return word[: -len(suffix)] + replacement
+    return None
+
+
+def stem(word: str) -> str:
+    """A light English stemmer: plural and verb endings off, so word forms of one verb or noun meet."""
+    if len(word) <= 3:
+        return word
+    plural = _strip(word, _PLURAL)
+    if plural is not None:
+        word = plural
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    word = _strip(word, _ENDINGS) or word
+    n = len(word)
+    if n > 3 and word[-1] == word[-2] and word[-1] in _DOUBLE:
+        word = word[:-1]  # running -> runn -> run, committed -> committ -> commit
+    elif word.endswith("e") and n > 4:
+        word = word[:-1]  # create/creates/created/creating all end as "creat"
+    return word
+
+
+_TERMS: dict[str, str] = {}  # word as written -> its term ("" for a stop word); words repeat a lot
+
+
+def terms(text: str) -> list[str]:
+    """The stemmed terms of ``text``: words split at case changes, digits and punctuation, stop words and single
+    letters out."""
+    out = []
+    known = _TERMS
+    for word in _WORDS.findall(text):
+        term = known.get(word)
+        if term is None:
+            lower = word.lower()
+            term = "" if lower in _STOP or len(lower) < 2 else stem(lower)
+            if len(known) < 200_000:
+                known[word] = term
+        if term:
+            out.append(term)
+    return out
+
+
+# Everyday words people use for what tool descriptions call by another name. Query-side only, weighed lower
+# than the words typed, so an exact match still wins.
+_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "make": ("create", "new", "add"),
+    "new": ("create",),
+    "add": ("create", "insert"),
+    "start": ("create", "run", "launch"),
+    "open": ("create", "get", "read"),
+    "remove": ("delete",),
+    "erase": ("delete",),
+    "drop": ("delete",),
+    "destroy": ("delete",),
+    "trash": ("delete",),
+    "kill": ("delete", "stop", "terminate"),
+    "cancel": ("delete", "stop"),
+    "show": ("get", "list", "view"),
+    "see": ("get", "list", "view"),
+    "view": ("get", "read"),
+    "display": ("get", "list"),
+    "look": ("get", "search", "find"),
+    "check": ("get", "status"),
+    "fetch": ("get", "retrieve", "download"),
+    "retrieve": ("get",),
+    "grab": ("get", "download"),
+    "read": ("get",),
+    "find": ("search", "get", "list"),
+    "lookup": ("search", "get"),
+    "query": ("search", "get"),
+    "which": ("list",),
+    "change": ("update", "edit", "modify"),
+    "modify": ("update", "edit"),
+    "edit": ("update",),
+    "alter": ("update",),
+    "rename": ("update", "move"),
+    "set": ("update",),
+    "save": ("write", "create", "store"),
+    "store": ("write", "save"),
+    "put": ("write", "upload"),
+    "send": ("post", "create"),
+    "post": ("send", "create"),
+    "reply": ("comment", "respond"),
+    "ticket": ("issue",),
+    "bug": ("issue",),
+    "task": ("issue",),
+    "pr": ("pull", "request"),
+    "mr": ("merge", "request"),
+    "repo": ("repository",),
+    "folder": ("directory",),
+    "dir": ("directory",),
+    "directory": ("folder",),
+    "photo": ("image", "screenshot"),
+    "picture": ("image",),
+    "pic": ("image",),
+    "screenshot": ("image", "capture"),
+    "doc": ("document",),
+    "docs": ("documentation", "document"),
+    "db": ("database",),
+    "msg": ("message",),
+    "dm": ("message", "direct"),
+    "chat": ("message", "channel"),
+    "email": ("mail", "message"),
+    "mail": ("email",),
+    "k8s": ("kubernetes",),
+    "webpage": ("page", "url"),
+    "website": ("page", "url", "web"),
+    "site": ("page", "url", "web"),
+    "link": ("url",),
+    "url": ("link", "page"),
+    "click": ("press",),
+    "type": ("fill", "input"),
+    "note": ("memory", "observation", "comment"),
+    "remember": ("memory", "save"),
+    "forget": ("delete", "memory"),
+    "schedule": ("cron", "job"),
+    "later": ("schedule", "cron"),
+    "every": ("cron", "schedule"),
+    "spreadsheet": ("excel", "sheet", "workbook"),
+    "sheet": ("worksheet",),
+    "column": ("field", "range", "cell"),
+    "row": ("record",),
+    "log": ("logs",),
+    "error": ("issue", "exception"),
+    "crash": ("error", "exception"),
+    "run": ("execute",),
+    "execute": ("run",),
+    "command": ("terminal", "shell"),
+    "shell": ("terminal", "command"),
+    "undo": ("revert", "reset"),
+    "revert": ("reset",),
+    "history": ("log",),
+    "diff": ("changes",),
+    "changes": ("diff",),
+    "stage": ("add",),
+    "upload": ("put", "write"),
+    "download": ("get", "fetch"),
+    "copy": ("duplicate",),
+    "move": ("rename",),
+    "weather": ("forecast",),
+    "time": ("clock", "date"),
+    "speak": ("speech", "audio"),
+    "say": ("speech",),
+    "voice": ("speech", "audio"),
+    "draw": ("image", "generate"),
+    "video": ("movie", "clip"),
+    "ask": ("question", "clarify"),
+    "user": ("member", "account"),
+    "people": ("user", "member"),
+    "person": ("user", "member"),
+    "team": ("group",),
+    "calendar": ("event",),
+    "meeting": ("event",),
+    "comment": ("reply", "note"),
+    "label": ("tag",),
+    "tag": ("label",),
+    # what people say when they mean history, content, state, size, failure...
+    "talk": ("message", "speech", "conversation", "session"),
+    "discuss": ("conversation", "session", "message"),
+    "said": ("message", "conversation", "history"),
+    "conversation": ("session", "message", "chat"),
+    "earlier": ("history", "previous", "past"),
+    "before": ("history", "previous", "version"),
+    "past": ("history", "previous"),
+    "last": ("latest", "recent", "log", "history"),
+    "latest": ("recent", "new"),
+    "news": ("search", "web", "latest"),
+    "inside": ("content", "read"),
+    "content": ("read",),
+    "card": ("task", "kanban", "issue"),
+    "board": ("kanban", "task", "agile"),
+    "loud": ("speech", "audio", "voice"),
+    "aloud": ("speech", "audio", "voice"),
+    "mp3": ("audio", "speech"),
+    "sensor": ("entity", "state", "device"),
+    "temperature": ("sensor", "state"),
+    "device": ("entity",),
+    "done": ("complete", "status", "transition", "finish"),
+    "status": ("state", "transition"),
+    "tab": ("sheet",),
+    "value": ("read", "get", "cell"),
+    "highlight": ("format", "conditional", "color"),
+    "coordinate": ("geocode", "latitude", "longitude", "location"),
+    "height": ("elevation",),
+    "altitude": ("elevation",),
+    "high": ("elevation", "height"),
+    "big": ("size",),
+    "large": ("size",),
+    "many": ("count", "number"),
+    "why": ("failure", "error", "logs", "describe", "analyze"),
+    "fail": ("failure", "error"),
+    "plan": ("prepare", "planning"),
+    "go": ("navigate", "open", "visit"),
+    "visit": ("navigate", "open"),
+    "leave": ("add", "post", "comment"),
+    "hour": ("time", "worklog", "duration"),
+    "work": ("worklog", "task"),
+    "who": ("user", "member", "assign", "whoami"),
+    "wiki": ("page", "space", "confluence", "notion"),
+    "cell": ("range", "sheet"),
+    "drive": ("directions", "route", "distance"),
+    "route": ("directions",),
+    "distance": ("directions", "matrix"),
+    "combine": ("aggregate", "merge", "mixture"),
+    "unstage": ("reset",),
+    "mistake": ("undo", "revert", "reset"),
+    "pick": ("select", "option", "choose"),
+    "choose": ("select", "option"),
+    "dropdown": ("select", "option"),
+    "address": ("geocode", "location"),
+    "research": ("search", "paper", "report"),
+    "attach": ("upload", "attachment"),
+    "pull": ("import", "fetch"),
+}
+# The same relation seen from the tools' side: each word tools are named and described with, and the everyday
+# words people use for it. Written by going through the verbs and nouns of tool names, not from any query.
+_CONCEPTS: dict[str, str] = {
+    "create": "make new add jot spin setup build generate raise file register compose draft open",
+    "delete": "remove erase drop destroy trash discard throw rid wipe purge clear uninstall scrap nuke",
+    "update": "change modify edit alter set tweak adjust fix correct bump replace",
+    "list": "show which all every enumerate browse see display overview inventory",
+    "get": "show fetch retrieve grab read view see check look inspect print details info what",
+    "search": "find look grep locate hunt query lookup seek discover scan mentioning",
+    "read": "open view show see print cat inside content contents lines look",
+    "write": "save store put record dump output jot",
+    "run": "execute start launch kick trigger invoke fire perform",
+    "stop": "halt kill terminate end cancel abort pause shut",
+    "send": "post tell notify ping announce share dm broadcast say",
+    "message": "tell notify ping chat dm text announce say",
+    "comment": "note reply remark feedback respond",
+    "issue": "ticket bug task problem defect story card",
+    "memory": "remember jot note recall forget fact preference",
+    "todo": "checklist pending tasks agenda",
+    "cron": "remind reminder schedule every daily weekly nightly hourly later recurring periodically routine",
+    "time": "now today date clock hour timezone",
+    "file": "document doc txt path",
+    "directory": "folder dir tree",
+    "image": "picture photo pic screenshot drawing illustration graphic png jpg",
+    "speech": "voice loud aloud spoken audio mp3 narrate say read",
+    "video": "clip movie film animation",
+    "navigate": "go visit open load browse",
+    "click": "press tap hit",
+    "type": "enter fill input write",
+    "screenshot": "capture snapshot picture grab",
+    "page": "site website webpage url link wiki article",
+    "directions": "drive route travel commute walk",
+    "place": "restaurant cafe shop store business venue hotel bar",
+    "geocode": "coordinates latitude longitude location address",
+    "details": "rating hours phone reviews info information",
+    "user": "who people person member account colleague teammate",
+    "assign": "reassign owner responsible",
+    "transition": "move done close resolve status progress reopen",
+    "log": "history logs output printed trace",
+    "diff": "changed change difference compare between",
+    "reset": "undo revert unstage discard throw",
+    "checkout": "switch discard restore throw",
+    "deployment": "deploy app release",
+    "rollout": "restart rollback redeploy roll",
+    "scale": "replicas instances resize",
+    "patch": "tag tweak",
+    "helm": "chart release package",
+    "database": "db mongo sql table collection",
+    "count": "many number total",
+    "size": "big large disk space storage usage much",
+    "storage": "disk space size usage",
+    "many": "every all bulk batch",
+    "entity": "device sensor light lamp switch door lock thermostat fan plug",
+    "service": "turn switch lock unlock",
+    "state": "temperature reading status level value",
+    "hover": "mouse over point",
+    "evaluate": "javascript js script code",
+    "drag": "move drop",
+    "select": "pick choose dropdown option",
+    "upload": "attach attachment put",
+    "download": "save export fetch",
+    "import": "load pull bring ingest",
+    "export": "save dump download output",
+    "extract": "text content article scrape main",
+    "web": "news google internet online",
+    "monitor": "watch track alert observe",
+    "version": "release",
+    "watcher": "watching following subscriber",
+    "worklog": "hours spent",
+    "sheet": "tab worksheet spreadsheet",
+    "range": "cells cell rows column area",
+    "row": "lines records entries",
+    "chart": "graph plot visualize visualise",
+    "format": "highlight color colour bold style",
+    "terminal": "shell command bash rm mkdir",
+}
+
+
+def _synonym_stems() -> dict[str, tuple[str, ...]]:
+    merged: dict[str, list[str]] = {}
+    for word, others in _SYNONYMS.items():
+        merged.setdefault(stem(word), []).extend(stem(o) for o in others)
+    for tool_word, everyday in _CONCEPTS.items():
+        for word in everyday.split():
+            merged.setdefault(stem(word), []).append(stem(tool_word))
+    return {k: tuple(dict.fromkeys(o for o in v if o != k)) for k, v in merged.items()}
+
+
+_SYNONYM_STEMS = _synonym_stems()
+_FILE_NAME = re.compile(
+    r"\b[\w-]+\.(?:py|js|ts|tsx|jsx|md|txt|json|ya?ml|toml|html?|css|csv|xml|ini|cfg|sh|go|rs|java|c|h|cpp|rb|php|sql|log)\b",
+    re.I,
+)
+_SYNONYM_WEIGHT = 0.6
+
+# Field weights: a word in the name says most about what a tool does.
+_NAME_WEIGHT = 3.0
+_DESCRIPTION_WEIGHT = 1.0
+_FIRST_SENTENCE_WEIGHT = 0.6  # on top of the description's: the summary says what the tool is for
+_PARAM_NAME_WEIGHT = 0.6
+_PARAM_DESCRIPTION_WEIGHT = 0.3
+_GROUP_WEIGHT = 0.8  # toolset and source
+_K1 = 1.2
+_B = 0.75
+NAME_BONUS = 1.5
+COORD_FLOOR = 0.5
+GROUP_BONUS = 0.5
+_PREFIX_WEIGHT = 0.5
+_RESCORED = 40
+_DEPTH = 200  # postings of one term walked to find candidates
+
+
+def _first_sentence(text: str) -> str:
+    cut = re.search(r"[.!?](\s|$)|\n", text)
+    return text[: cut.start()] if cut else text
+
+
+def _weighted_terms(doc: ToolDoc) -> dict[str, float]:
+    tf: dict[str, float] = {}
+
+    def add(text: str, weight: float) -> None:
+        for term in terms(text):
+            tf[term] = tf.get(term, 0.0) + weight
+
+    add(doc.name, _NAME_WEIGHT)
+    add(doc.description, _DESCRIPTION_WEIGHT)
+    add(_first_sentence(doc.description), _FIRST_SENTENCE_WEIGHT)
+    for name, description in doc.parameters:
+        add(name, _PARAM_NAME_WEIGHT)
+        if description:
+            add(description, _PARAM_DESCRIPTION_WEIGHT)
+    group = doc.toolset.removeprefix("mcp-")
+    add(group, _GROUP_WEIGHT)
+    if doc.source and doc.source != doc.toolset:
+        add(doc.source, _GROUP_WEIGHT)
+    return tf
+
+
+_DOC_TERMS: dict[ToolDoc, dict[str, float]] = {}  # a rebuilt index (one MCP server reconnected) reuses these
+
+
+def _doc_terms(doc: ToolDoc) -> dict[str, float]:
+    found = _DOC_TERMS.get(doc)
+    if found is None:
+        found = _weighted_terms(doc)
+        if len(_DOC_TERMS) >= 50_000:
+            _DOC_TERMS.clear()
+        _DOC_TERMS[doc] = found
+    return found
+
+
+class BM25Ranker:
+    """Fielded BM25 over the tools' names, descriptions, parameters, toolsets and sources (see the module)."""
+
+    name = "bm25"
+
+    def __init__(self, docs: Sequence[ToolDoc]) -> None:
+        self.names = [d.name for d in docs]
+        weighted = [_doc_terms(d) for d in docs]
+        lengths = [sum(tf.values()) for tf in weighted]
+        count = len(docs)
+        average = (sum(lengths) / count) if count else 1.0
+        frequency: dict[str, int] = {}
+        for tf in weighted:
+            for term in tf:
+                frequency[term] = frequency.get(term, 0) + 1
+        postings: dict[str, dict[int, float]] = {}
+        for number, (tf, length) in enumerate(zip(weighted, lengths, strict=True)):
+            norm = _K1 * (1 - _B + _B * length / average)
+            for term, f in tf.items():
+                df = frequency[term]
+                idf = math.log(1 + (count - df + 0.5) / (df + 0.5))
+                postings.setdefault(term, {})[number] = idf * f * (_K1 + 1) / (f + norm)
+        self._postings = postings
+        self._name_terms = [frozenset(terms(d.name)) for d in docs]
+        self._group_terms = [frozenset(terms(f"{d.toolset.removeprefix('mcp-')} {d.source}")) for d in docs]
+        self._vocabulary = sorted(postings)
+        self._top: dict[str, list[tuple[int, float]]] = {}  # the heaviest postings of frequent terms
+
+    def _query(self, query: str) -> dict[str, float]:
+        wanted: dict[str, float] = {}
+        for term in terms(query):
+            wanted[term] = wanted.get(term, 0.0) + 1.0
+        if _FILE_NAME.search(query):  # "main.py": a file
+            wanted.setdefault("file", _SYNONYM_WEIGHT)
+        for term in list(wanted):
+            for other in _SYNONYM_STEMS.get(term, ()):
+                if other not in wanted:
+                    wanted[other] = _SYNONYM_WEIGHT
+            if len(term) >= 4:  # "mongo" finds "mongodb", "kube" finds "kubernetes"
+                for other in self._completions(term):
+                    if other not in wanted:
+                        wanted[other] = _PREFIX_WEIGHT
+            for prefix in ("re", "un"):  # reassign -> assign, rerun -> run, uncommitted -> commit
+                base = term[2:]
+                if (
+                    term.startswith(prefix)
+                    and len(base) > 3
+                    and base in self._postings
+                    and base not in wanted
+                ):
+                    wanted[base] = _PREFIX_WEIGHT
+        return wanted
+
+    def _completions(self, prefix: str, most: int = 3) -> list[str]:
+        vocabulary = self._vocabulary
+        out: list[str] = []
+        at = bisect.bisect_right(vocabulary, prefix)
+        while at < len(vocabulary) and len(out) < most and vocabulary[at].startswith(prefix):
+            out.append(vocabulary[at])
+            at += 1
+        return out
+
+    def _leaders(self, term: str, plist: dict[int, float]) -> Sequence[tuple[int, float]]:
+        """A term's postings for finding candidates: all of them, or for a term in many tools its
+        ``_DEPTH`` heaviest (their exact scores are added up again for the candidates afterwards)."""
+        if len(plist) <= _DEPTH:
+            return plist.items()  # type: ignore[return-value]
+        top = self._top.get(term)
+        if top is None:
+            top = self._top[term] = heapq.nlargest(_DEPTH, plist.items(), key=itemgetter(1))
+        return top
+
+    def search(self, query: str, limit: int) -> list[tuple[str, float]]:
+        postings = self._postings
+        wanted = self._query(query)
+        found = [(term, postings[term], w) for term, w in wanted.items() if term in postings]
+        if not found or limit < 1:
+            return []
+        scores: dict[int, float] = {}
+        get = scores.get
+        truncated = False
+        for term, plist, weight in found:
+            leaders = self._leaders(term, plist)
+            truncated = truncated or len(leaders) < len(plist)
+            for doc, value in leaders:
+                scores[doc] = get(doc, 0.0) + value * weight
+        if truncated:  # exact scores for the leading candidates
+            leading = heapq.nlargest(max(limit * 8, _RESCORED), scores, key=scores.__getitem__)
+            scores = {d: sum(p.get(d, 0.0) * w for _, p, w in found) for d in leading}
+        best = heapq.nlargest(max(limit * 8, _RESCORED), scores.items(), key=itemgetter(1))
+        best = self._rescore(best, wanted)
+        names = self.names
+        return [(names[doc], score) for doc, score in best[:limit]]
+
+    def _rescore(self, best: list[tuple[int, float]], wanted: dict[str, float]) -> list[tuple[int, float]]:
+        """The leading candidates again, with two signals BM25 lacks: how much of the tool's name the query
+        covers (names are the tools' tersest summaries), and how many of the words typed the tool matched."""
+        postings = self._postings
+        typed = [t for t, w in wanted.items() if w >= 1.0]
+        out = []
+        for doc, score in best:
+            name = self._name_terms[doc]
+            covered = sum(wanted.get(t, 0.0) for t in name) / len(name) if name else 0.0
+            matched = sum(1 for t in typed if doc in postings.get(t, ()))
+            coord = matched / len(typed) if typed else 1.0
+            named = any(t in wanted for t in self._group_terms[doc])  # the query names the tool's service
+            score *= (1 + NAME_BONUS * min(covered, 1.0)) * (COORD_FLOOR + (1 - COORD_FLOOR) * coord)
+            out.append((doc, score * (1 + GROUP_BONUS) if named else score))
+        out.sort(key=itemgetter(1), reverse=True)
+        return out
+
+
+def fuse(rankings: Iterable[list[tuple[str, float]]], limit: int, k: float = 60.0) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion of several rankers' answers: ``sum(1 / (k + rank))`` per tool, best first."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, (name, _) in enumerate(ranking, 1):
+            scores[name] = scores.get(name, 0.0) + 1.0 / (k + rank)
+    return heapq.nlargest(limit, scores.items(), key=itemgetter(1))
