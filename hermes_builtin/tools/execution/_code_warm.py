@@ -97,6 +97,9 @@ class WarmRunner:
             except BaseException:  # a pipeline timeout, a broken channel: the runner and its tree go
                 self._stop()
                 raise
+            # files the host runs later (git hooks, a venv's .pth...) the script planted: undone now, as after a
+            # call of its own (the read-only binds of those that existed hold already)
+            self._proc.undo_host_run()
             if reply is None:  # the runner ended (the script ended it) or got stuck
                 self._stop()
                 return ScriptRun(-9, "", "", 0, 0, False, False, False, "", 0.0)
