@@ -45,7 +45,7 @@ LOAD = (
 )
 LOAD_DEFINITIONS = (
     "from hermes_core import ToolSystem; s = ToolSystem.load(); "
-    "assert len(s.definitions(enabled=['all'])) >= 100"
+    "assert len(s.definitions(enabled=['all'])) > 10"
 )
 
 

@@ -152,7 +152,7 @@ def bootstrap_source(lean: bool = True) -> str:
 def write_bootstrap(environment: Environment, directory: str) -> str:
     """The bootstrap written into the run's folder ``directory``; returns its path there."""
     boot = f"{directory}/{BOOT_NAME}"
-    environment.write(boot, bootstrap_source(lean(environment)).encode("utf-8"), mode=0o600)
+    environment.write_text(boot, bootstrap_source(lean(environment)), mode=0o600, sync=False)
     return boot
 
 

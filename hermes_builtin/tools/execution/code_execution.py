@@ -145,7 +145,7 @@ def _private_dir(environment: Environment) -> str:
     import secrets
 
     directory = f"{environment.temp_dir.rstrip('/')}/hermes-code-{secrets.token_hex(6)}"
-    environment.write(f"{directory}/.keep", b"", mode=0o600)
+    environment.write_text(f"{directory}/.keep", "", mode=0o600, sync=False)  # scratch: no wait for the disk
     return directory
 
 
@@ -199,9 +199,13 @@ def _write_files(environment: Environment, directory: str, code: str, bridge: To
     for name in bridge.allowed:
         entry = host.tool(name)
         descriptions[name] = entry.description if entry is not None else ""
-    module = module_source(bridge.child_fd, bridge.token, descriptions).encode("utf-8")
-    environment.write(f"{directory}/{MODULE_NAME}.py", module, mode=0o600)
-    environment.write(f"{directory}/{SCRIPT_NAME}", code.encode("utf-8", "surrogatepass"), mode=0o600)
+    module = module_source(bridge.child_fd, bridge.token, descriptions)
+    # scratch files of one run, removed after it: written atomically, without waiting for the disk
+    environment.write_text(f"{directory}/{MODULE_NAME}.py", module, mode=0o600, sync=False)
+    raw = code.encode("utf-8", "surrogatepass").decode(
+        "latin-1"
+    )  # its bytes as they are, lone surrogates too
+    environment.write_text(f"{directory}/{SCRIPT_NAME}", raw, mode=0o600, sync=False, encoding="latin-1")
 
 
 def _clean_up(environment: Environment, directory: str) -> None:
