@@ -16,7 +16,8 @@ CORE = ROOT / "hermes_core"
 # walls and hermes_core.environments where a session's commands and files live;
 # safehttp the SSRF-guarded HTTP clients; agent and models the agent loop and model clients; content renders
 # outcomes with attachments for providers; selection the tool-search names (SEARCH_TOOL, ToolDoc, Ranker) that
-# ranker plugins and the built-in tool_search use.
+# ranker plugins and the built-in tool_search use; scheduler the jobs the cronjob tool makes, stores the SQL layer
+# the scheduler and the kanban board share.
 PUBLIC = {
     "hermes_core",
     "hermes_core.registry",
@@ -32,6 +33,8 @@ PUBLIC = {
     "hermes_core.models",
     "hermes_core.content",
     "hermes_core.selection",
+    "hermes_core.scheduler",
+    "hermes_core.stores",
 }
 
 
@@ -114,3 +117,16 @@ def _private_uses(path: Path) -> list[str]:
         if private:
             out.append(f"{where} imports {', '.join(private)} from {module}, which does not export them")
     return out
+
+
+def test_hooks_are_called_only_through_the_hook_runner() -> None:
+    """Everything that calls hooks goes through ``hermes_core.plugins`` (``HookRunner.call``/``each``): code that
+    walks pluggy's implementations itself skips hook wrappers and the fault policy."""
+    bad = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in python_files(CORE, ROOT / "hermes_builtin")
+        if path.relative_to(ROOT).parts[:2] != ("hermes_core", "plugins")
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), 1)
+        if "get_hookimpls(" in line
+    ]
+    assert bad == []
