@@ -56,7 +56,7 @@ def example_plugins(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Side-by-side benchmarks from a non-editable install (as users get it); each prints min and median of
     its baseline and subject, interleaved, and their ratio."""
-    session.install(".")
+    session.install(".[mcp]")
     for script in (
         "bench_startup.py",
         "bench_definitions.py",
@@ -76,3 +76,4 @@ def bench(session: nox.Session) -> None:
         "bpe-openai"
     )  # counts the tool-search figures' tokens with o200k as well as estimating them
     session.run("python", "benchmarks/bench_tool_search.py")
+    session.run("python", "benchmarks/bench_mcp.py")  # the 10-minute soak is separate: benchmarks/soak_mcp.py

@@ -8,6 +8,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from ._aio.cancel import CallCancelled, CancelToken, current_token
 from .errors import ToolError
 
 if TYPE_CHECKING:
@@ -95,7 +96,9 @@ class CallContext:
     live. ``guard_command`` and ``guard_path`` run the
     security layer and the approval flow: they return when the action may go ahead and raise ``ApprovalDenied``
     (a ``ToolError``) when it may not. ``approver`` is the approver of this call when its caller brought one
-    (an MCP client, a chat UI), else None: the system's approver decides.
+    (an MCP client, a chat UI), else None: the system's approver decides. ``cancel_token`` is the
+    ``hermes_core.cancellation.CancelToken`` the call runs under (the current one when the context is made), if
+    any: a long sync handler that loops on its own looks at ``cancelled`` (or calls ``check_cancelled()``).
     """
 
     __slots__ = (
@@ -103,6 +106,7 @@ class CallContext:
         "_guard",
         "approver",
         "call_id",
+        "cancel_token",
         "enabled",
         "host",
         "session_id",
@@ -122,6 +126,7 @@ class CallContext:
         guard: Guard | None = None,
         enabled: frozenset[str] | None = None,
         approver: Any = None,
+        cancel_token: CancelToken | None = None,
     ) -> None:
         self.call_id = call_id
         self.session_id = session_id
@@ -132,9 +137,10 @@ class CallContext:
         self._guard = guard
         self.enabled = enabled
         self.approver = approver
+        self.cancel_token = cancel_token if cancel_token is not None else current_token()
 
     def derive(self, *, call_id: str, tool_name: str) -> CallContext:
-        """A copy for another call of the same session (same workspace, user, approver and guard)."""
+        """A copy for another call of the same session (same workspace, user, approver, guard and cancel token)."""
         return CallContext(
             call_id=call_id,
             session_id=self.session_id,
@@ -145,7 +151,27 @@ class CallContext:
             guard=self._guard,
             enabled=self.enabled,
             approver=self.approver,
+            cancel_token=self.cancel_token,
         )
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the call was cancelled (see ``hermes_core.cancellation``)."""
+        token = self.cancel_token
+        return token is not None and token.cancelled
+
+    def check_cancelled(self) -> None:
+        """Raise ``CallCancelled`` when the call was cancelled (the pipeline ends it as kind ``cancelled``)."""
+        token = self.cancel_token
+        if token is not None and token.cancelled:
+            raise CallCancelled
+
+    def on_cancel(self, callback: Callable[[], Any]) -> Callable[[], None]:
+        """Run ``callback()`` if the call is cancelled (on the cancelling thread); returns an unregister function."""
+        token = self.cancel_token
+        if token is None:
+            return _nothing
+        return token.on_cancel(callback)
 
     @property
     def session(self) -> Session:
@@ -229,3 +255,7 @@ class CallContext:
         if self.host is None:
             return {}
         return self.host.plugin_config(name)
+
+
+def _nothing() -> None:
+    return None

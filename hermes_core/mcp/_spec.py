@@ -16,7 +16,9 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "FIRST_BACKOFF",
     "MIN_START_TIMEOUT",
+    "TRUSTS",
     "ClientSettings",
+    "ServeSettings",
     "ServerSpec",
     "parse_spec",
 ]
@@ -40,8 +42,12 @@ DEFAULT_READY_TIMEOUT = 10.0
 
 FIRST_BACKOFF = 0.5
 
-Approve = Literal["destructive", "all", "none"]
-_APPROVE = ("destructive", "all", "none")
+Trust = Literal["annotations", "all", "none"]
+TRUSTS: tuple[Trust, ...] = ("annotations", "all", "none")
+"""``trust`` of a server: ``annotations`` (its tool annotations decide, with the spec's defaults: a tool without
+annotations may destroy, so it asks), ``all`` (no call asks), ``none`` (every call asks)."""
+_APPROVE_AS_TRUST: dict[str, Trust] = {"destructive": "annotations", "all": "none", "none": "all"}
+Transport = Literal["stdio", "http", "sse"]
 
 
 def _positive(raw: Mapping[str, Any], key: str, default: float) -> float:
@@ -75,7 +81,7 @@ class ServerSpec:
     """One server's connection and naming settings, read from its ``[mcp.servers.NAME]`` table."""
 
     name: str
-    transport: Literal["stdio", "http"]
+    transport: Transport
     timeout: float = DEFAULT_TIMEOUT
     command: str = ""
     args: list[str] = field(default_factory=list)
@@ -86,7 +92,15 @@ class ServerSpec:
     prefix: str | None = None  # None: bare names, "<server>_" on a clash; a string: always this prefix
     max_backoff: float = DEFAULT_MAX_BACKOFF
     max_call_time: float = DEFAULT_MAX_CALL_TIME
-    approve: Approve = "destructive"
+    trust: Trust = "annotations"
+    sampling: bool = True
+    sampling_model: str | None = None
+    roots: bool = True
+
+    @property
+    def remote(self) -> bool:
+        """Reached over HTTP (streamable or SSE)."""
+        return self.transport != "stdio"
 
     @property
     def start_timeout(self) -> float:
@@ -111,20 +125,30 @@ def parse_spec(name: str, raw: Mapping[str, Any], settings: ClientSettings | Non
     command, url = raw.get("command"), raw.get("url")
     if command and url:
         raise ValueError("set either command (a stdio server) or url (an HTTP server), not both")
-    approve = raw.get("approve", "destructive")
-    if approve not in _APPROVE:
-        raise ValueError(f"approve must be one of {', '.join(_APPROVE)}, got {approve!r}")
     common: dict[str, Any] = {
         "timeout": _positive(raw, "timeout", DEFAULT_TIMEOUT),
         "prefix": str(raw["prefix"]) if "prefix" in raw else None,
         "max_backoff": _positive(raw, "max_backoff", settings.max_backoff),
         "max_call_time": _positive(raw, "max_call_time", DEFAULT_MAX_CALL_TIME),
-        "approve": approve,
+        "trust": _trust(raw),
+        "sampling": bool(raw.get("sampling", True)),
+        "sampling_model": str(raw["sampling_model"]) if raw.get("sampling_model") else None,
+        "roots": bool(raw.get("roots", True)),
     }
+    transport = raw.get("transport")
+    if transport is not None and transport not in ("stdio", "http", "sse"):
+        raise ValueError(f"transport must be stdio, http or sse, got {transport!r}")
     if url:
+        if transport == "stdio":
+            raise ValueError("transport stdio needs command, not url")
+        # an old HTTP+SSE server is usually reached at .../sse; say transport = "sse" for any other path
+        sse = str(url).split("?", 1)[0].rstrip("/").endswith("/sse")
+        kind: Transport = "sse" if transport == "sse" or (transport is None and sse) else "http"
         return ServerSpec(
-            name, "http", url=str(url), headers=_secrets("header", raw.get("headers", {})), **common
+            name, kind, url=str(url), headers=_secrets("header", raw.get("headers", {})), **common
         )
+    if transport not in (None, "stdio"):
+        raise ValueError(f"transport {transport} needs url, not command")
     if command:
         cwd = raw.get("cwd")
         return ServerSpec(
@@ -137,3 +161,69 @@ def parse_spec(name: str, raw: Mapping[str, Any], settings: ClientSettings | Non
             **common,
         )
     raise ValueError("needs command (a stdio server) or url (an HTTP server)")
+
+
+def _trust(raw: Mapping[str, Any]) -> Trust:
+    trust = raw.get("trust")
+    if trust is None:
+        approve = raw.get("approve", "destructive")
+        if approve not in _APPROVE_AS_TRUST:
+            raise ValueError(f"approve must be one of destructive, all, none, got {approve!r}")
+        return _APPROVE_AS_TRUST[approve]
+    if trust not in TRUSTS:
+        raise ValueError(f"trust must be one of {', '.join(TRUSTS)}, got {trust!r}")
+    return trust  # type: ignore[no-any-return]
+
+
+def _count(raw: Mapping[str, Any], key: str, default: int) -> int:
+    value = raw.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"[mcp.serve] {key} must be a whole number of at least 1, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ServeSettings:
+    """``[mcp.serve]``: how ``hermes mcp serve`` shares itself among its clients (see ``hermes_core.mcp.server``)."""
+
+    workers: int = 32
+    """Threads that run tool calls, for every client together."""
+    session_concurrency: int = 4
+    """Calls one client session runs at once; its further calls wait their turn, others' never wait for them."""
+    max_call_seconds: float = 600.0
+    """The longest one call may run (whatever the tool's own timeout); then it is cancelled."""
+    session_idle_seconds: float = 1800.0
+    """A client session with no request for this long is closed: its processes end, its state is released."""
+    max_sessions: int = 1000
+    """Open client sessions at most over HTTP; a new client beyond that is refused (503) until one ends."""
+    max_connections: int = 256
+    """Open HTTP connections at most; one more is answered 503 and closed."""
+    idle_connection_seconds: float = 10.0
+    """An HTTP connection that sends no complete request within this many seconds is closed."""
+    skills: bool = True
+    """Serve the skills (``skills_list``/``skill_view``) as MCP prompts and resources, read-only."""
+    token: str | None = None
+    """The bearer token from ``token`` (a string, ``{ env = "VAR" }`` or ``{ file = "path" }``)."""
+
+    @classmethod
+    def from_config(cls, config: Config) -> ServeSettings:
+        """Read ``[mcp.serve]``; raises ``ValueError`` naming the key that is wrong."""
+        table = (config.data.get("mcp") or {}).get("serve") or {}
+        token = None
+        if "token" in table:
+            token = resolve_secret(table["token"])
+            if not isinstance(token, str) or not token.strip():
+                raise ValueError("[mcp.serve] token points at an unset variable or an unreadable file")
+            token = token.strip()
+        d = cls()
+        return cls(
+            workers=_count(table, "workers", d.workers),
+            session_concurrency=_count(table, "session_concurrency", d.session_concurrency),
+            max_call_seconds=_positive(table, "max_call_seconds", d.max_call_seconds),
+            session_idle_seconds=_positive(table, "session_idle_seconds", d.session_idle_seconds),
+            max_sessions=_count(table, "max_sessions", d.max_sessions),
+            max_connections=_count(table, "max_connections", d.max_connections),
+            idle_connection_seconds=_positive(table, "idle_connection_seconds", d.idle_connection_seconds),
+            skills=bool(table.get("skills", True)),
+            token=token,
+        )

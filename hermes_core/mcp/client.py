@@ -27,16 +27,20 @@ import contextlib
 import importlib.util
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
 
 from ..context import CallContext
 from ..decisions import ToolOutput
 from ..errors import ToolError
 from ..registry import Provenance, RegistrationError, provenance
+from . import _resources
+from ._host import ServerRequests
+from ._lifecycle import CHAIN_ENV, is_own_command
 from ._spec import FIRST_BACKOFF, ClientSettings, ServerSpec, parse_spec
 from .naming import ServerTools, plan_names, safe_tool_name
 from .results import render_result
@@ -50,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = ["STASH_KEY", "McpClients", "http_hint", "start_servers"]
 
 log = logging.getLogger("hermes.mcp")
+T = TypeVar("T")
 
 STASH_KEY = "mcp.client"
 
@@ -66,18 +71,28 @@ TASK_REQUIRED = (
 )
 
 
-def http_hint(status: int, server: str) -> str:
-    """What to do about an HTTP error status from server ``server``."""
+def http_hint(status: int, server: str, sent_credentials: bool = False) -> str:
+    """What to do about an HTTP error status from server ``server`` (``sent_credentials``: an Authorization
+    header went with the request)."""
+    table = f"[mcp.servers.{server}]"
     if status == 401:
-        return f"the server wants credentials: set an Authorization header in [mcp.servers.{server}] headers"
-    if status == 403:
-        return f"the server refused these credentials: check [mcp.servers.{server}] headers"
-    if status == 404:
+        if sent_credentials:
+            return (
+                f"the server refused the credentials sent: check the Authorization header in {table} headers"
+            )
         return (
-            f"nothing answers at this URL, or the server forgot the session: check [mcp.servers.{server}] url"
+            f'the server wants credentials: set headers = {{ Authorization = "Bearer ..." }} in {table} (the '
+            'token can come from { env = "VAR" } or { file = "path" })'
         )
+    if status == 403:
+        return f"the server refused these credentials: check {table} headers"
+    if status == 404:
+        return f"nothing answers at this URL, or the server forgot the session: check {table} url"
     if status in (405, 406, 415):
-        return "this URL does not take MCP requests: point url at the streamable HTTP endpoint (often /mcp)"
+        return (
+            "this URL does not take MCP requests: point url at the streamable HTTP endpoint (often /mcp), or "
+            f'at an old HTTP+SSE server\'s /sse with transport = "sse" in {table}'
+        )
     if status in (408, 429):
         return "the server is busy or rate-limits this client; retry later"
     if status >= 500:
@@ -100,6 +115,36 @@ def _is_connection_closed(err: BaseException) -> bool:
     except ImportError:
         return False
     return isinstance(err, MCPError) and err.code == CONNECTION_CLOSED
+
+
+def _short(err: object, limit: int = 200) -> str:
+    text = f"{type(err).__name__}: {err}" if isinstance(err, BaseException) else str(err)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def own_context(system: ToolSystem, tool_name: str) -> CallContext:
+    """A context of the system's own session, for asking the system's approver outside any call's context."""
+    return CallContext(
+        session_id=system.session_id,
+        workspace=system.workspace,
+        tool_name=tool_name,
+        host=system.host,
+        guard=system.guard,
+    )
+
+
+class _JunkReported(logging.Filter):
+    """Drops the SDK's traceback for each line of a stdio server's stdout that is not MCP: ``_Server`` reports
+    such lines itself, once per connection."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != "Failed to parse JSONRPC message from server"
+
+
+def _quiet_junk() -> None:
+    sdk = logging.getLogger("mcp.client.stdio")
+    if not any(isinstance(f, _JunkReported) for f in sdk.filters):
+        sdk.addFilter(_JunkReported())
 
 
 def _fingerprint(tool: Tool) -> str:
@@ -143,6 +188,17 @@ class _Server:
         self._log_offset = 0
         self._http_error: tuple[int, str, float] | None = None
         self._http_session = False
+        self._junk = 0  # lines of a stdio server's stdout that were not MCP
+        self.requests: ServerRequests | None = None
+        self.capabilities: Any = None  # the server's, from its handshake
+        self.listings: dict[
+            str, list[Any]
+        ] = {}  # "resources" / "prompts" / "templates", cached until changed
+        self.utilities: dict[str, str] = {}  # registered name -> resource/prompt operation (see _resources)
+
+    @property
+    def _sent_auth(self) -> bool:
+        return self.spec is not None and any(k.lower() == "authorization" for k in self.spec.headers)
 
     def _set(self, state: State, error: str | None = None) -> None:
         # state changes are made on the loop thread; readers in other threads see whole values
@@ -251,7 +307,10 @@ class _Server:
         assert spec is not None
         status = self._http_status() if spec.transport == "http" else None
         if status is not None:
-            text = f"HTTP {status[0]} {status[1]}".rstrip() + f": {http_hint(status[0], self.name)}"
+            text = (
+                f"HTTP {status[0]} {status[1]}".rstrip()
+                + f": {http_hint(status[0], self.name, self._sent_auth)}"
+            )
         elif isinstance(err, TimeoutError):
             limit = spec.timeout if self._was_ready else spec.start_timeout
             text = f"no answer within {limit:g} s"
@@ -297,6 +356,20 @@ class _Server:
         if response.status_code >= 400:
             self._http_error = (response.status_code, str(response.reason_phrase or ""), time.monotonic())
 
+    def _http_client(
+        self, headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None
+    ) -> Any:
+        """An HTTP client for this server that records error statuses (for the hints)."""
+        import httpx2
+        from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+
+        return httpx2.AsyncClient(
+            headers=headers,
+            timeout=timeout or httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+            auth=auth,
+            event_hooks={"response": [self._on_http_response]},
+        )
+
     async def _session(self) -> None:
         """Connect, register the tools and serve until stopped, restarted or the connection is lost."""
         import anyio
@@ -312,22 +385,26 @@ class _Server:
                 from mcp.client.stdio import StdioServerParameters, stdio_client
 
                 errlog = stack.enter_context(self._open_log())
-                params = StdioServerParameters(
-                    command=spec.command, args=spec.args, env=spec.env, cwd=spec.cwd
-                )
+                env = dict(spec.env)
+                if os.environ.get(CHAIN_ENV):  # a hermes among them must know who serves already
+                    env.setdefault(CHAIN_ENV, os.environ[CHAIN_ENV])
+                params = StdioServerParameters(command=spec.command, args=spec.args, env=env, cwd=spec.cwd)
                 streams: Any = await stack.enter_async_context(stdio_client(params, errlog=errlog))
-            else:
-                import httpx2
-                from mcp.client.streamable_http import streamable_http_client
-                from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+            elif spec.transport == "sse":
+                from mcp.client.sse import sse_client
 
-                http = await stack.enter_async_context(
-                    httpx2.AsyncClient(
+                streams = await stack.enter_async_context(
+                    sse_client(
+                        spec.url,
                         headers=spec.headers or None,
-                        timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
-                        event_hooks={"response": [self._on_http_response]},
+                        timeout=spec.start_timeout,
+                        httpx_client_factory=self._http_client,
                     )
                 )
+            else:
+                from mcp.client.streamable_http import streamable_http_client
+
+                http = await stack.enter_async_context(self._http_client(spec.headers or None))
                 streams = await stack.enter_async_context(streamable_http_client(spec.url, http_client=http))
             read, write = streams[0], streams[1]
             # A relay between transport and session: when the transport's stream ends, the server is gone.
@@ -335,13 +412,16 @@ class _Server:
             group = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(group.cancel_scope.cancel)
             group.start_soon(self._relay, read, relay_in)
+            self.requests = ServerRequests(self.clients.system, spec, self.name)
             session = await stack.enter_async_context(
-                ClientSession(relay_out, write, message_handler=self._on_message)
+                ClientSession(relay_out, write, message_handler=self._on_message, **self.requests.callbacks())
             )
             with anyio.fail_after(spec.start_timeout):
                 init = await session.initialize()
                 info = init.server_info
                 self.server_info = (info.name, info.version or None)
+                self.capabilities = init.capabilities
+                self.listings = {}
                 tools = await self._list(session)
             self.session = session
             self._was_ready = True
@@ -390,11 +470,26 @@ class _Server:
             self._poke()
 
     async def _on_message(self, message: Any) -> None:
-        if getattr(message, "method", None) == "notifications/tools/list_changed":
+        method = getattr(message, "method", None)
+        if method == "notifications/tools/list_changed":
             self._relist = True
             self._poke()
+        elif method == "notifications/resources/list_changed":
+            self.listings.pop("resources", None)
+            self.listings.pop("templates", None)
+        elif method == "notifications/prompts/list_changed":
+            self.listings.pop("prompts", None)
         elif isinstance(message, Exception):
-            log.debug("MCP server %r: transport error: %s", self.name, message)
+            self._junk += 1
+            if self._junk == 1:  # once per connection: a chatty server must not flood the log
+                log.warning(
+                    "MCP server %r sent something that is not MCP (%s); further ones are not reported. A stdio "
+                    "server must write only protocol messages on its stdout (logs belong on stderr)",
+                    self.name,
+                    _short(message),
+                )
+            else:
+                log.debug("MCP server %r: not MCP: %s", self.name, _short(message))
 
     async def _list(self, session: ClientSession) -> list[Tool]:
         from mcp.types import PaginatedRequestParams
@@ -447,17 +542,19 @@ class _Server:
             if tool.annotations
             else {}
         )
+        # the specification's defaults: not read-only, and then destructive, unless the server says otherwise
         read_only = annotations.get("readOnlyHint") is True
-        destructive = not read_only and annotations.get("destructiveHint") is True
-        ask = spec.approve == "all" or (spec.approve == "destructive" and destructive)
+        destructive = not read_only and annotations.get("destructiveHint", True) is not False
+        ask = spec.trust == "none" or (spec.trust == "annotations" and destructive)
         description = tool.description or tool.title or f"{tool.name} (MCP server {self.name})"
         params = dict(tool.input_schema)
         schema = {"name": local, "description": description, "parameters": params}
+        reason = self._ask_reason(tool.name, annotations) if ask else ""
         self.clients.registry.register(
             local,
             self.toolset,
             schema,
-            self._handler(local, tool.name, ask, "context" not in (params.get("properties") or {})),
+            self._handler(local, tool.name, reason, "context" not in (params.get("properties") or {})),
             check_fn=_hidden_check if task_required else None,
             is_async=True,
             description=description,
@@ -467,46 +564,135 @@ class _Server:
             annotations=annotations or None,
         )
 
+    def _ask_reason(self, remote: str, annotations: dict[str, Any]) -> str:
+        table = f"[mcp.servers.{self.name}]"
+        if self.spec is not None and self.spec.trust == "none":
+            return f"{table} trust = 'none': every call asks"
+        if annotations.get("destructiveHint") is True:
+            return f"the MCP server {self.name!r} marks {remote!r} as destructive"
+        return (
+            f"the MCP server {self.name!r} does not mark {remote!r} read-only, so by MCP's defaults it may "
+            f"destroy data (trust = 'all' in {table} trusts this server)"
+        )
+
     def _handler(
-        self, local: str, remote: str, ask: bool, context_free: bool
+        self, local: str, remote: str, reason: str, context_free: bool
     ) -> Callable[..., Coroutine[Any, Any, str | ToolOutput]]:
         server = self
 
-        async def plain(**arguments: Any) -> str | ToolOutput:
-            return await server.dispatch(remote, arguments)
+        async def with_context(context: CallContext, **arguments: Any) -> str | ToolOutput:
+            if reason:
+                server.approve(remote, arguments, context, reason)
+            return await server.dispatch(remote, arguments, context)
 
-        async def asking(context: CallContext, **arguments: Any) -> str | ToolOutput:
-            server.approve(remote, arguments, context)
-            return await server.dispatch(remote, arguments)
-
-        async def asking_own(**arguments: Any) -> str | ToolOutput:
+        async def own(**arguments: Any) -> str | ToolOutput:
             # the tool has an argument named "context": ask with a context of our own
-            server.approve(remote, arguments, server.clients.own_context(local))
-            return await server.dispatch(remote, arguments)
+            context = own_context(server.clients.system, local)
+            if reason:
+                server.approve(remote, arguments, context, reason)
+            return await server.dispatch(remote, arguments, None)
 
-        call_mcp_tool = plain if not ask else asking if context_free else asking_own
+        call_mcp_tool = with_context if context_free else own
         call_mcp_tool.__qualname__ = f"mcp:{self.name}:{remote}"
         return call_mcp_tool
 
-    def approve(self, remote: str, arguments: dict[str, Any], context: CallContext) -> None:
+    def approve(self, remote: str, arguments: dict[str, Any], context: CallContext, reason: str) -> None:
         """Ask for approval of a call (raises ``ApprovalDenied``); binds to the exact tool and arguments."""
-        assert self.spec is not None
         subject = f"mcp:{self.name} {remote} {json.dumps(arguments, sort_keys=True, ensure_ascii=False)}"
-        if self.spec.approve == "all":
-            reason = f"[mcp.servers.{self.name}] approve = 'all'"
-        else:
-            reason = f"the MCP server {self.name!r} marks {remote!r} as destructive"
         context.request_approval(subject, reason, kind="mcp")
+
+    # -- resources and prompts as tools (see _resources) -----------------------------------------------------
+
+    def sync_utilities(self) -> None:
+        """Register the resource and prompt tools this server's capabilities call for (and only those)."""
+        registry = self.clients.registry
+        caps = self.capabilities
+        wanted: dict[str, str] = {}
+        for capability, ops in _resources.OPERATIONS.items():
+            if caps is not None and getattr(caps, capability, None) is not None:
+                for op in ops:
+                    wanted[safe_tool_name(f"{self.name}_{op}")] = op
+        for local in [n for n in self.utilities if n not in wanted]:
+            registry.deregister(local)
+            del self.utilities[local]
+        origin = Provenance(f"mcp:{self.name}", self.server_info[0], self.server_info[1], "mcp")
+        with provenance(origin):
+            for local, op in wanted.items():
+                if local in self.utilities:
+                    continue
+                existing = registry.get(local)
+                if existing is not None:
+                    self.skipped[op] = f"its name {local!r} is taken by toolset {existing.toolset!r}"
+                    continue
+                schema = {"name": local, **_resources.schema_of(self.name, op)}
+                try:
+                    registry.register(
+                        local,
+                        self.toolset,
+                        schema,
+                        self._utility_handler(local, op),
+                        is_async=True,
+                        description=schema["description"],
+                        parallel_safe=True,
+                        timeout=self.spec.max_call_time if self.spec is not None else None,
+                        annotations={"readOnlyHint": True, "destructiveHint": False},
+                    )
+                except RegistrationError as err:
+                    self.skipped[op] = str(err)
+                else:
+                    self.utilities[local] = op
+
+    def _utility_handler(self, local: str, op: str) -> Callable[..., Coroutine[Any, Any, str | ToolOutput]]:
+        server = self
+
+        async def mcp_utility(context: CallContext, **arguments: Any) -> str | ToolOutput:
+            if server.spec is not None and server.spec.trust == "none":
+                reason = f"[mcp.servers.{server.name}] trust = 'none': every call asks"
+                server.approve(op, arguments, context, reason)
+            return await server.on_loop(server.operate(op, arguments), context)
+
+        mcp_utility.__qualname__ = f"mcp:{self.name}:{op}"
+        return mcp_utility
+
+    async def operate(self, op: str, arguments: dict[str, Any]) -> Any:
+        """A resource or prompt operation on the live session (on the MCP loop)."""
+        import anyio
+
+        session = self.session
+        if session is None or self.state != "ready" or self.spec is None:
+            raise self._unavailable()
+        with anyio.fail_after(self.spec.timeout):
+            return await _resources.run(session, self.listings, op, arguments)
+
+    async def listing(self, what: str) -> list[Any]:
+        """``resources``, ``templates`` or ``prompts`` of the live session (on the MCP loop)."""
+        session = self.session
+        if session is None or self.state != "ready":
+            raise self._unavailable()
+        return await _resources.fetch(session, self.listings, what)
 
     # -- calls -------------------------------------------------------------------------------------------
 
-    async def dispatch(self, remote: str, arguments: dict[str, Any]) -> str | ToolOutput:
-        loop = self.loop
-        coro = self._call(remote, arguments)
-        if loop is None or asyncio.get_running_loop() is loop:
-            return await coro
-        # handlers run on the system's loop (or a nested one); the session lives on the MCP loop
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+    async def dispatch(
+        self, remote: str, arguments: dict[str, Any], context: CallContext | None
+    ) -> str | ToolOutput:
+        return await self.on_loop(self._call(remote, arguments), context)
+
+    async def on_loop(self, coro: Coroutine[Any, Any, T], context: CallContext | None = None) -> T:
+        """Await ``coro`` on the MCP loop (where the session lives); ``context`` is the call the server may ask
+        about meanwhile (elicitation, sampling, roots)."""
+        requests = self.requests
+        if context is not None and requests is not None:
+            requests.started(context)
+        try:
+            loop = self.loop
+            if loop is None or asyncio.get_running_loop() is loop:
+                return await coro
+            # handlers run on the system's loop (or a nested one); the session lives on the MCP loop
+            return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+        finally:
+            if context is not None and requests is not None:
+                requests.ended(context)
 
     def _unavailable(self) -> ToolError:
         return ToolError(f"MCP server {self.name!r} is reconnecting; retry shortly.", kind="mcp_unavailable")
@@ -554,7 +740,7 @@ class _Server:
             if status[0] == 404:  # the server forgot our session (it restarted): connect again
                 self._lost = True
                 self._poke()
-            hint = http_hint(status[0], self.name)
+            hint = http_hint(status[0], self.name, self._sent_auth)
             return ToolError(
                 f"The MCP server {self.name!r} answered HTTP {status[0]} {status[1]}".rstrip()
                 + f" ({hint}).",
@@ -622,12 +808,23 @@ class McpClients:
                 server.state, server.error = "failed", f"configuration: {err}"
                 log.error("MCP server %r: %s", name, server.error)
                 continue
+            if server.spec.transport == "stdio" and is_own_command(server.spec.command, server.spec.args):
+                server.state, server.error = (
+                    "failed",
+                    (
+                        "refused: this is the command line of this very `hermes mcp serve`; it would start itself "
+                        f"again and again (remove [mcp.servers.{name}])"
+                    ),
+                )
+                log.error("MCP server %r: %s", name, server.error)
+                continue
             if missing:
                 server.state, server.error = "failed", missing
                 log.warning("MCP server %r is configured but %s", name, missing)
                 continue
             starting.append(server)
         if starting:
+            _quiet_junk()
             loop = self.bridge.loop
             for server in starting:
                 server.start(loop)
@@ -646,6 +843,7 @@ class McpClients:
     def drop(self, server: _Server) -> None:
         """A server stopped for good: its tools leave, and names qualified because of it may be bare again."""
         server.tools = []
+        server.capabilities = None
         self._sync()
 
     def _sync(self) -> None:
@@ -661,6 +859,8 @@ class McpClients:
         for entry in self.registry.entries():  # first drop what moved or left, so that no name is in the way
             if entry.toolset in ours:
                 server = self.servers[entry.toolset[4:]]
+                if entry.name in server.utilities:
+                    continue
                 wanted = plan.names.get(server.name, {})
                 if wanted.get(entry.name) != server.registered.get(entry.name, ("",))[0]:
                     self.registry.deregister(entry.name)
@@ -673,17 +873,49 @@ class McpClients:
             server.sync(plan.names.get(server.name, {}))
             for remote, reason in server.skipped.items():
                 log.warning("MCP server %r: tool %r left out: %s", server.name, remote, reason)
+            server.sync_utilities()
 
-    def own_context(self, tool_name: str) -> CallContext:
-        """A context for an approval asked outside a call's own context (see ``_Server._handler``)."""
-        system = self.system
-        return CallContext(
-            session_id=system.session_id,
-            workspace=system.workspace,
-            tool_name=tool_name,
-            host=system.host,
-            guard=system.guard,
+    # -- resources and prompts, for the host ---------------------------------------------------------------
+
+    def _live(self, name: str) -> _Server:
+        server = self.servers.get(name)
+        if server is None:
+            known = ", ".join(sorted(self.servers)) or "none configured"
+            raise KeyError(f"no MCP server named {name!r} (known: {known})")
+        return server
+
+    def _run(self, server: _Server, coro: Coroutine[Any, Any, T]) -> T:
+        timeout = server.spec.timeout if server.spec is not None else None
+        return self.bridge.run(coro, timeout)
+
+    def resources(self, name: str) -> list[dict[str, Any]]:
+        """Server ``name``'s resources (dicts with ``uri``, ``name``, ``mimeType``, ``description``)."""
+        server = self._live(name)
+        return _resources.plain(self._run(server, server.listing("resources")))
+
+    def resource_templates(self, name: str) -> list[dict[str, Any]]:
+        """Server ``name``'s resource templates (dicts with ``uriTemplate``, ``name``...)."""
+        server = self._live(name)
+        return _resources.plain(self._run(server, server.listing("templates")))
+
+    def read_resource(self, name: str, uri: str) -> str | ToolOutput:
+        """The contents of resource ``uri`` of server ``name`` (text, plus attachments for binary parts)."""
+        server = self._live(name)
+        result: str | ToolOutput = self._run(server, server.operate("read_resource", {"uri": uri}))
+        return result
+
+    def prompts(self, name: str) -> list[dict[str, Any]]:
+        """Server ``name``'s prompts (dicts with ``name``, ``description``, ``arguments``)."""
+        server = self._live(name)
+        return _resources.plain(self._run(server, server.listing("prompts")))
+
+    def get_prompt(self, name: str, prompt: str, arguments: dict[str, str] | None = None) -> str | ToolOutput:
+        """Prompt ``prompt`` of server ``name`` filled with ``arguments``, as text (``[role]`` before each part)."""
+        server = self._live(name)
+        result: str | ToolOutput = self._run(
+            server, server.operate("get_prompt", {"name": prompt, "arguments": arguments or {}})
         )
+        return result
 
     # -- the host's view ---------------------------------------------------------------------------------
 

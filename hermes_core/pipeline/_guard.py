@@ -109,6 +109,10 @@ class SecurityGuard:
         if not self._ask(kind, subject, reason, context):
             raise ApprovalDenied(f"not approved: {reason}")
 
+    def forget_session(self, session_id: str) -> None:
+        """A session ended: its "session" approvals end with it."""
+        self.store.forget_session(session_id)
+
 
 class LazyGuard:
     """A ``Guard`` that builds the real one on first use (the security layer costs start-up), or forwards to the
@@ -141,3 +145,9 @@ class LazyGuard:
 
     def classify_command(self, command: str, workspace: Path) -> Any:
         return self.target.classify_command(command, workspace)
+
+    def forget_session(self, session_id: str) -> None:
+        """Forget a closed session's "session" approvals (when the guard was built and can)."""
+        forget = getattr(self._target, "forget_session", None)
+        if forget is not None:
+            forget(session_id)

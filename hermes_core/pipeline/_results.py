@@ -31,10 +31,35 @@ def _defuse(match: re.Match[str]) -> str:
 
 
 def neutralise_markup(text: str) -> str:
-    """Replace role and tool-call tags with look-alikes a model reads but does not obey."""
-    if "<" not in text and "[" not in text:
+    """Replace role and tool-call tags with look-alikes a model reads but does not obey.
+
+    Every tag starts with ``<`` or ``[``, so the pattern is tried only where one of them is (found with
+    ``str.find``, at memchr speed) instead of at every position of the text: the same result as ``_MARKUP.sub``
+    (left to right, no overlaps), in microseconds instead of a third of a millisecond for a 40 KB page.
+    """
+    find = text.find
+    angle, square = find("<"), find("[")
+    if angle == -1 and square == -1:
         return text
-    return _MARKUP.sub(_defuse, text)
+    match = _MARKUP.match
+    out: list[str] = []
+    done = 0
+    while angle != -1 or square != -1:
+        at = angle if square == -1 or (angle != -1 and angle < square) else square
+        hit = match(text, at)
+        if hit is not None:
+            out.append(text[done:at])
+            out.append(_defuse(hit))
+            done = hit.end()
+        resume = max(at + 1, done)
+        if angle != -1 and angle < resume:
+            angle = find("<", resume)
+        if square != -1 and square < resume:
+            square = find("[", resume)
+    if not out:
+        return text
+    out.append(text[done:])
+    return "".join(out)
 
 
 def _save_full(text: str, directory: Path, call_id: str, tool: str) -> Path | None:

@@ -345,6 +345,11 @@ class ApprovalStore:
                 return True
             return (request.kind, request.subject) in self._in_force()
 
+    def forget_session(self, session_id: str) -> None:
+        """Drop the "session" grants of a session that ended."""
+        with self._lock:
+            self._session = {grant for grant in self._session if grant[0] != session_id}
+
     def grant(self, request: ApprovalRequest, scope: Answer) -> None:
         """Remember a grant: "session" in memory, "always" in the config file; "once" stores nothing."""
         with self._lock:

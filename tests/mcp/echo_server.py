@@ -3,7 +3,8 @@
 Tools: ``echo(text)``, ``add(a, b)``, ``fail(message)`` (a tool error), ``sleep(seconds)``, ``pid()``, ``header(name)`` (an HTTP
 request header), ``pic.ture()`` (text and an image), ``grow()`` (adds ``triple`` and tells the client the tool
 list changed), ``crash()`` (the process exits), ``working(seconds, every)`` (silent but for progress notifications),
-``wipe(target)`` (annotated destructive), ``files()`` (a JSON text blob and a binary blob), ``read_file(path)``
+``publish(name)`` (adds the resource ``note://NAME`` and says the resource list changed),
+``wipe(target)`` (annotated destructive); the others are annotated read-only or harmless, ``files()`` (a JSON text blob and a binary blob), ``read_file(path)``
 (a name the built-ins own), ``batch()`` (runs only as a task: ``taskSupport: required``).
 
 ``--refuse-if PATH``: exit at once while PATH exists (a server that is down, or not up yet).
@@ -20,6 +21,7 @@ if "--refuse-if" in sys.argv and os.path.exists(sys.argv[sys.argv.index("--refus
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.resources import TextResource
 from mcp.types import ToolAnnotations, ToolExecution
 
 
@@ -36,27 +38,31 @@ class EchoServer(MCPServer):
 
 
 server = EchoServer("echo-demo", version="1.2.3")
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True
+)  # most tools here only read; MCP's default would be destructive
+HARMLESS = ToolAnnotations(read_only_hint=False, destructive_hint=False)
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def echo(text: str) -> str:
     """Return the text unchanged."""
     return text
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def fail(message: str = "it broke") -> str:
     """Always fail with ``message`` (a deliberate tool error: the client sees the text)."""
     raise ToolError(message)
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 async def sleep(seconds: float) -> str:
     """Wait, then say so."""
     import anyio
@@ -65,20 +71,20 @@ async def sleep(seconds: float) -> str:
     return f"slept {seconds}"
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def pid() -> int:
     """The server's process id."""
     return os.getpid()
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def header(name: str, ctx: Context) -> str:
     """The value of one HTTP request header (empty over stdio)."""
     headers = ctx.headers or {}
     return str(headers.get(name.lower(), ""))
 
 
-@server.tool(name="pic.ture")
+@server.tool(name="pic.ture", annotations=READ_ONLY)
 def picture() -> list[object]:
     """A caption and a tiny image (its name holds a dot, which some providers refuse)."""
     from mcp.types import ImageContent, TextContent
@@ -92,22 +98,22 @@ def triple(n: int) -> int:
     return 3 * n
 
 
-@server.tool()
+@server.tool(annotations=HARMLESS)
 async def grow(ctx: Context) -> str:
     """Add the ``triple`` tool and notify the client."""
-    server.add_tool(triple)
+    server.add_tool(triple, annotations=READ_ONLY)
     await ctx.session.send_tool_list_changed()
     return "grown"
 
 
-@server.tool()
+@server.tool(annotations=HARMLESS)
 def crash() -> str:
     """Exit the server process at once, mid-session."""
     sys.stdout.flush()
     os._exit(3)
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 async def working(seconds: float, every: float, ctx: Context) -> str:
     """Work for ``seconds``, sending a progress notification every ``every`` seconds and nothing else."""
     import anyio
@@ -125,7 +131,7 @@ def wipe(target: str) -> str:
     return f"wiped {target}"
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def files() -> list[object]:
     """A JSON file as a base64 blob (text) and a PDF as a base64 blob (binary)."""
     from mcp.types import BlobResourceContents, EmbeddedResource
@@ -142,13 +148,27 @@ def files() -> list[object]:
     ]
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def read_file(path: str) -> str:
     """The server's own read_file (the built-ins have one too)."""
     return f"remote read of {path}"
 
 
-@server.tool()
+@server.tool(annotations=HARMLESS)
+async def publish(name: str, ctx: Context) -> str:
+    """Offer a new resource ``note://NAME`` and tell the client the resource list changed."""
+    server.add_resource(TextResource(uri=f"note://{name}", name=name, text=f"the note {name}"))
+    await ctx.session.send_resource_list_changed()
+    return f"published {name}"
+
+
+@server.resource("note://first")
+def first_note() -> str:
+    """The first note."""
+    return "the first note"
+
+
+@server.tool(annotations=READ_ONLY)
 def batch() -> str:
     """Only runs as a task."""
     return "batched"

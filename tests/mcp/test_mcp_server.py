@@ -8,141 +8,15 @@ for approval). Approvals reach the client as elicitations, in both protocol eras
 from __future__ import annotations
 
 import base64
-import os
 import re
 import subprocess
-import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
-from mcp.types import ElicitResult, ImageContent, TextContent
-
-HERMES = str(Path(sys.executable).with_name("hermes"))
-PNG = b"\x89PNG\r\n\x1a\n" + bytes(24)
-
-PLUGIN = f"""
-from hermes_core import Attachment, ToolOutput, registry
-
-import os
-
-PNG = {PNG!r}
-
-
-def picture():
-    return ToolOutput("a red dot", (Attachment("image/png", PNG, "image"),))
-
-
-def big(n: int):
-    return "".join(f"line {{i}}\\n" for i in range(n))
-
-
-def ask(text: str, context):
-    context.request_approval(f"ask {{text}}", "the demo tool asks every time")
-    return f"approved {{text}}"
-
-
-def ask_in_thread(text: str, context):
-    import threading
-
-    box = []
-
-    def work():  # a thread of the tool's own, as execute_code runs the calls of its script
-        try:
-            context.request_approval(f"thread {{text}}", "asked from a thread of the tool")
-            box.append("approved in a thread")
-        except Exception as err:
-            box.append(str(err))
-
-    worker = threading.Thread(target=work)
-    worker.start()
-    worker.join()
-    return box[0]
-
-
-def switch_is_on():
-    return os.path.exists(os.environ["DEMO_SWITCH"])
-
-
-def switched():
-    return "on"
-
-
-def params(**props):
-    return {{"type": "object", "properties": props, "required": list(props)}}
-
-
-registry.register(name="picture", toolset="demo", handler=picture, parallel_safe=True,
-                  schema={{"name": "picture", "description": "A picture.", "parameters": params()}})
-registry.register(name="big", toolset="demo", handler=big, annotations={{"readOnlyHint": True, "idempotentHint": True}},
-                  schema={{"name": "big", "description": "n lines.", "parameters": params(n={{"type": "integer"}})}})
-registry.register(name="ask_in_thread", toolset="demo", handler=ask_in_thread,
-                  schema={{"name": "ask_in_thread", "description": "Asks.", "parameters": params(text={{"type": "string"}})}})
-registry.register(name="switched", toolset="demo", handler=switched, check_fn=switch_is_on,
-                  schema={{"name": "switched", "description": "There when the switch is.", "parameters": params()}})
-registry.register(name="ask", toolset="demo", handler=ask,
-                  schema={{"name": "ask", "description": "Asks first.", "parameters": params(text={{"type": "string"}})}})
-"""
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> dict[str, Any]:
-    """The command line and environment of a ``hermes mcp serve`` for this test."""
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
-    (plugins / "demo_tools.py").write_text(PLUGIN)
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    config = tmp_path / "config.toml"
-    config.write_text("[limits]\nmax_result_chars = 2000\n[tools]\ncheck_ttl = 0.2\n")
-    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path), "DEMO_SWITCH": str(tmp_path / "switch")}
-    env.pop("HERMES_MCP_TOKEN", None)
-    base = [HERMES, "--config", str(config), "--plugins-dir", str(plugins), "--workspace", str(workspace)]
-    return {
-        "base": base,
-        "env": env,
-        "args": ["mcp", "serve", "--toolset", "demo", "--toolset", "terminal"],
-        "switch": tmp_path / "switch",
-    }
-
-
-class Asker:
-    """An elicitation callback that answers every approval with ``answer`` and remembers the questions."""
-
-    def __init__(self, answer: str) -> None:
-        self.answer = answer
-        self.questions: list[str] = []
-
-    async def __call__(self, context: Any, params: Any) -> ElicitResult:
-        self.questions.append(params.message)
-        assert params.requested_schema["properties"]["decision"]["enum"] == ["once", "session", "deny"]
-        return ElicitResult(action="accept", content={"decision": self.answer})
-
-
-@asynccontextmanager
-async def stdio_client(
-    served: dict[str, Any], mode: str = "legacy", asker: Asker | None = None, on_message: Any = None
-) -> AsyncIterator[Client]:
-    params = StdioServerParameters(
-        command=served["base"][0], args=served["base"][1:] + served["args"], env=served["env"]
-    )
-    client = Client(params, mode=mode, elicitation_callback=asker, message_handler=on_message)  # type: ignore[arg-type]
-    async with client:
-        yield client
-
-
-def text_of(result: Any) -> str:
-    return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
-
-
-def outcome_of(result: Any) -> dict[str, Any]:
-    return dict(result.meta["hermes-tools/outcome"])
-
+from mcp.types import ImageContent
+from serve_helpers import PNG, Asker, http_client, outcome_of, stdio_client, text_of
 
 # -- stdio ---------------------------------------------------------------------------------------------
 
@@ -155,7 +29,7 @@ def test_list_and_call_over_stdio(served: dict[str, Any], mode: str) -> None:
             assert client.protocol_version == expected
             assert client.server_info is not None and client.server_info.name == "hermes"
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            assert set(tools) == {"picture", "big", "ask", "ask_in_thread", "terminal", "process"}
+            assert set(tools) == {"picture", "big", "ask", "ask_in_thread", "patient", "terminal", "process"}
             assert tools["big"].input_schema["properties"]["n"] == {"type": "integer"}
             ann = {name: tools[name].annotations for name in ("picture", "big", "ask", "terminal")}
             assert (
@@ -297,49 +171,6 @@ def test_an_unknown_toolset_is_a_usage_error(served: dict[str, Any]) -> None:
 # -- HTTP ----------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def http_server(served: dict[str, Any], request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
-    """``hermes mcp serve --http ADDRESS`` (``request.param``): yields the URL and the stderr line it printed."""
-    address, token = request.param
-    env = dict(served["env"])
-    if token:
-        env["HERMES_MCP_TOKEN"] = token
-    proc = subprocess.Popen(
-        [*served["base"], *served["args"], "--http", address],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        lines = []
-        while True:
-            line = proc.stderr.readline()  # type: ignore[union-attr]
-            if not line:
-                raise RuntimeError(f"hermes mcp serve exited: {''.join(lines)}")
-            lines.append(line)
-            found = re.search(r"serving \d+ tools at (http://\S+/mcp)", line)
-            if found:
-                yield found.group(1), "".join(lines)
-                break
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
-
-@asynccontextmanager
-async def http_client(url: str, token: str | None, mode: str, asker: Asker | None) -> AsyncIterator[Client]:
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
-    headers = {"Authorization": f"Bearer {token}"} if token else None
-    async with httpx2.AsyncClient(headers=headers) as http:
-        transport = streamable_http_client(url, http_client=http)
-        async with Client(transport, mode=mode, elicitation_callback=asker) as client:  # type: ignore[arg-type]
-            yield client
-
-
 @pytest.mark.parametrize("http_server", [("127.0.0.1:0", None)], indirect=True)
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_list_call_and_approve_over_http(http_server: tuple[str, str], mode: str) -> None:
@@ -366,7 +197,6 @@ def test_list_call_and_approve_over_http(http_server: tuple[str, str], mode: str
 
 
 def _post_initialize(url: str, token: str | None) -> int:
-    import httpx2
 
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     if token:
@@ -440,7 +270,7 @@ def test_hermes_as_the_client_of_hermes_serve(http_server: tuple[str, str]) -> N
         assert eventually(lambda: system.mcp_status()["right"]["state"] == "ready", 30)
         assert eventually(lambda: system.mcp_status()["wrong"]["error"] is not None, 30)
         error = system.mcp_status()["wrong"]["error"]
-        assert error.startswith("HTTP 401 Unauthorized: the server wants credentials"), error
+        assert error.startswith("HTTP 401 Unauthorized: the server refused the credentials sent"), error
         assert "[mcp.servers.wrong] headers" in error
         assert system.call("big", {"n": 2}) == "line 0\nline 1\n"
         assert system.registry["big"].annotations == {

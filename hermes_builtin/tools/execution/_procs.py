@@ -66,6 +66,9 @@ class Watch:
         return None
 
 
+_numbers = itertools.count(1)  # process ids are unique in the process, whichever session's table holds them
+
+
 class _Spool:
     """Writes a process's output to ``<base>.log``, rotating to ``<base>.log.1`` to cap disk use."""
 
@@ -276,7 +279,6 @@ class ProcessTable:
         self.log_cap_bytes = log_cap_bytes
         self._procs: dict[str, BackgroundProcess] = {}
         self._lock = threading.Lock()
-        self._counter = itertools.count(1)
 
     def add(
         self,
@@ -291,7 +293,7 @@ class ProcessTable:
         """Start a process with ``start()`` (an environment ``Process``) and track it."""
         self.spool_dir.mkdir(parents=True, exist_ok=True)
         with self._lock:
-            key = f"proc_{os.getpid():x}_{next(self._counter)}"
+            key = f"proc_{os.getpid():x}_{next(_numbers)}"
         spool = _Spool(self.spool_dir / key, self.log_cap_bytes)
         try:
             proc = start()
