@@ -65,6 +65,10 @@ def bench(session: nox.Session) -> None:
         "bench_redact.py",
         "bench_sandbox.py",
         "bench_environment.py",
+        "bench_dropins.py",
+        "bench_listing.py",
+        "bench_files.py",
+        "bench_execute_code.py",
     ):
         session.run("python", f"benchmarks/{script}")
     session.run("python", "benchmarks/bench_agent.py")

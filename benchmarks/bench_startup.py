@@ -2,8 +2,10 @@
 
 ``python -c pass``, the load with warm caches (the entry-point, drop-in scan and schema verdict caches a
 previous start leaves) and the load with cold caches (removed before each of its runs) alternate round after
-round; each prints min and median, and the difference to bare Python. Target: a warm start at most 100 ms more
-than ``python -c pass``. Measure a non-editable install (``pip install .``), as users get it.
+round; each prints min and median, and the difference to bare Python; then the load plus the first
+``definitions(enabled=["all"])`` (every tool's check runs: their first imports). Targets: a warm start, and a
+warm start with the first definitions, each at most 100 ms more than ``python -c pass``. Measure a non-editable
+install (``pip install .``), as users get it.
 ``--baseline PYTHON`` adds the warm load of another install (a venv with an earlier version) to the same
 interleaved rounds, with its own home and drop-in folder, and prints the ratio of the two.
 Run: ``python benchmarks/bench_startup.py [rounds] [--baseline PYTHON]``.
@@ -41,6 +43,10 @@ LOAD = (
     "from hermes_core import ToolSystem; s = ToolSystem.load(); "
     "assert len(s.registry) >= 100, len(s.registry)"
 )
+LOAD_DEFINITIONS = (
+    "from hermes_core import ToolSystem; s = ToolSystem.load(); "
+    "assert len(s.definitions(enabled=['all'])) > 10"
+)
 
 
 def _home() -> Path:
@@ -59,7 +65,12 @@ def main(rounds: int = 15, baseline: str | None = None) -> None:
     python = sys.executable
     scratch = str(home)  # not the source tree: python -c puts the cwd first on sys.path
 
-    commands = {"bare": [python, "-c", "pass"], "warm": [python, "-c", LOAD], "cold": [python, "-c", LOAD]}
+    commands = {
+        "bare": [python, "-c", "pass"],
+        "warm": [python, "-c", LOAD],
+        "cold": [python, "-c", LOAD],
+        "definitions": [python, "-c", LOAD_DEFINITIONS],
+    }
     other = _home() if baseline else None
     if baseline and other:  # the other install keeps its caches in its own home
         commands["baseline"] = [
@@ -79,9 +90,13 @@ def main(rounds: int = 15, baseline: str | None = None) -> None:
     bare = samples["bare"]
     print(f"{rounds} rounds, each sample a fresh process ({python})")
     print(line("python -c pass", bare, "ms"))
-    for label, key in (("load, warm caches (built-ins + 100)", "warm"), ("load, cold caches", "cold")):
+    for label, key in (
+        ("load, warm caches (built-ins + 100)", "warm"),
+        ("load, cold caches", "cold"),
+        ("load + first definitions(all), warm", "definitions"),
+    ):
         extra = [s - b for s, b in zip(samples[key], bare, strict=True)]
-        target = "  (target <= +100 ms)" if key == "warm" else ""
+        target = "  (target <= +100 ms)" if key in ("warm", "definitions") else ""
         print(
             line(
                 label,

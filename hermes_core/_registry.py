@@ -180,6 +180,8 @@ class ToolEntry:
     """``"kwargs"`` (``handler(**args)``), ``"dict"`` (``handler(args, **kw)``) or None: from the signature."""
     annotations: Mapping[str, Any] | None = None
     """MCP-style hints (readOnlyHint, destructiveHint, idempotentHint, openWorldHint, title); None: derived."""
+    max_argument_chars: int | None = None
+    """The largest arguments (JSON characters) a call may bring; None: the config's ``[limits] max_argument_chars``."""
     plugin: str | None = field(default=None, init=False)
     distribution: str | None = field(default=None, init=False)
     version: str | None = field(default=None, init=False)
@@ -247,6 +249,7 @@ class ToolRegistry:
         self._lock = threading.RLock()
         self.generation = 0  # bumped by every successful register or deregister (read it, never write it)
         self._snapshot: tuple[int, tuple[ToolEntry, ...]] = (0, ())
+        self._by_plugin: dict[str | None, dict[str, ToolEntry]] = {}  # kept as tools come and go
         self.schema_checker = schema_checker
         self.arbiter: Arbiter | None = None  # decides clashes between plugins (set by the plugin host)
         # told of refusals while a plugin loads (set by the plugin host: the plugin loses that tool alone)
@@ -292,9 +295,10 @@ class ToolRegistry:
             raise InvalidSchemaError(
                 f"tool {name!r}: handler_style must be 'kwargs' or 'dict', not {style!r}"
             )
-        limit = fields.get("max_result_size_chars")
-        if limit is not None and (not isinstance(limit, int) or limit <= 0):
-            raise InvalidSchemaError(f"tool {name!r}: max_result_size_chars must be a positive int")
+        for option in ("max_result_size_chars", "max_argument_chars"):
+            value = fields.get(option)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
+                raise InvalidSchemaError(f"tool {name!r}: {option} must be a positive int")
         entry = ToolEntry(**fields)
         origin = _provenance.get()
         entry.plugin, entry.distribution, entry.version, entry.source = (
@@ -337,9 +341,19 @@ class ToolRegistry:
                         raise ToolNameConflict(entry.name, existing, entry.toolset)
                 else:
                     raise ToolAlreadyRegistered(entry.name, entry.toolset)
+            if existing is not None:
+                self._unindex(existing)
             self._entries[entry.name] = entry
+            self._by_plugin.setdefault(entry.plugin, {})[entry.name] = entry
             self.generation += 1
         return entry
+
+    def _unindex(self, entry: ToolEntry) -> None:
+        mine = self._by_plugin.get(entry.plugin)
+        if mine is not None and mine.get(entry.name) is entry:
+            del mine[entry.name]
+            if not mine:
+                del self._by_plugin[entry.plugin]
 
     def deregister(self, name: str) -> ToolEntry | None:
         """Remove a tool; returns its entry, or None when it was not registered (nothing changes)."""
@@ -355,6 +369,7 @@ class ToolRegistry:
             gone = [e for e in self._entries.values() if e.toolset == toolset]
             for entry in gone:
                 del self._entries[entry.name]
+                self._unindex(entry)
             if gone:
                 self.generation += 1
             return gone
@@ -384,6 +399,12 @@ class ToolRegistry:
             snap = tuple(self._entries.values())
             self._snapshot = (self.generation, snap)
             return snap
+
+    def entries_of(self, plugin: str | None) -> tuple[ToolEntry, ...]:
+        """The entries registered by ``plugin``, in registration order (costs the plugin's tools, not the
+        registry's: loading stays linear in the number of plugins)."""
+        with self._lock:
+            return tuple(self._by_plugin.get(plugin, {}).values())
 
     def __iter__(self) -> Iterator[ToolEntry]:
         return iter(self.entries())

@@ -83,7 +83,7 @@ _SHAPE: dict[str, Any] = {
         "timeout": _NUM,
         "max_argument_chars": int,
         "max_parallel_calls": int,
-        "tools": {"*": {"max_result_chars": int, "timeout": _NUM}},
+        "tools": {"*": {"max_result_chars": int, "timeout": _NUM, "max_argument_chars": int}},
     },
     "plugins": {
         "blocked": _LIST_OF_STR,

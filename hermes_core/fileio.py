@@ -305,20 +305,30 @@ def atomic_write_nofollow(
     parts = _parts(path)
     if not parts:
         raise IsADirectoryError(errno.EISDIR, "is a directory", "/")
-    payload = data.encode(encoding) if isinstance(data, str) else data
     dir_fd = open_dir_nofollow("/" + "/".join(parts[:-1]), create=create_parents)
     try:
-        return atomic_write_at(dir_fd, parts[-1], payload, mode=mode, fsync=fsync, shown=os.fspath(path))
+        return atomic_write_at(
+            dir_fd, parts[-1], data, mode=mode, fsync=fsync, shown=os.fspath(path), encoding=encoding
+        )
     finally:
         os.close(dir_fd)
 
 
 def atomic_write_at(
-    dir_fd: int, name: str, data: bytes, *, mode: int | None = None, fsync: bool = True, shown: str = ""
+    dir_fd: int,
+    name: str,
+    data: bytes | str,
+    *,
+    mode: int | None = None,
+    fsync: bool = True,
+    shown: str = "",
+    encoding: str = "utf-8",
 ) -> bool:
     """Replace the entry ``name`` of the directory ``dir_fd`` with ``data`` atomically (a temporary file in that
     directory, renamed over it); an existing symbolic link or directory there is refused. Returns True when the
-    file existed before; keeps its permission bits unless ``mode`` is given."""
+    file existed before; keeps its permission bits unless ``mode`` is given. A text is encoded and written a
+    megabyte at a time (streamed: no second, encoded copy of a big text; an encoding error leaves nothing).
+    ``fsync=False`` renames without waiting for the disk (still atomic for readers)."""
     where = shown or name
     existed = False
     try:
@@ -339,7 +349,7 @@ def atomic_write_at(
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            _write_data(fh, data, encoding)
             fh.flush()
             if fsync:
                 os.fsync(fh.fileno())
@@ -353,6 +363,25 @@ def atomic_write_at(
         with contextlib.suppress(OSError):
             os.fsync(dir_fd)
     return existed
+
+
+_ENCODE_CHARS = 1 << 20
+
+
+def _write_data(fh: Any, data: bytes | str, encoding: str) -> None:
+    """Write ``data``; a text is encoded a megabyte at a time."""
+    if not isinstance(data, str):
+        fh.write(data)
+        return
+    if len(data) <= _ENCODE_CHARS:
+        fh.write(data.encode(encoding))
+        return
+    import codecs
+
+    encoder = codecs.getincrementalencoder(encoding)()
+    for start in range(0, len(data), _ENCODE_CHARS):
+        fh.write(encoder.encode(data[start : start + _ENCODE_CHARS]))
+    fh.write(encoder.encode("", final=True))
 
 
 def unlink_nofollow(path: str | os.PathLike[str]) -> None:

@@ -380,9 +380,8 @@ class ToolSystem:
         plugin = self.plugins.pm.get_plugin(name)
         if plugin is not None:  # the plugin, or the stand-in of a failed one refusing calls
             self.plugins.pm.unregister(plugin)
-        for entry in self.registry.entries():
-            if entry.plugin == name:
-                self.registry.deregister(entry.name)
+        for entry in self.registry.entries_of(name):
+            self.registry.deregister(entry.name)
         self.toolsets.remove_plugin(name)
         self.pipeline.refresh_hooks()
         self._forget_rankers()

@@ -4,12 +4,15 @@ The async handlers of a system run on one loop object, so async clients that han
 ``httpx.AsyncClient``, a database pool) stay bound to a loop that stays alive and valid across calls. Which
 loop that is:
 
-- A host that awaits ``acall()`` lends its own running loop: the first ``acall()`` adopts the caller's loop
-  (unless the system's private loop already ran a handler), and from then on async handlers run right there,
-  in the awaiting task: a native call costs a few microseconds, not a thread hop. A sync ``call()`` made from
-  another thread while that loop runs is handed to it (``run_coroutine_threadsafe``). When the adopted loop
-  closes, the next call adopts again or falls back to the private loop. ``acall()`` from some other loop hands
-  its coroutine over without blocking its own loop.
+- A host that awaits ``acall()`` lends its own running loop: ``acall()`` adopts the caller's loop whenever the
+  system's loop is idle (the private loop between calls, whatever it ran before, or a host loop that stopped or
+  closed), and from then on async handlers run right there, in the awaiting task: a native call costs a few
+  microseconds, not a thread hop. A private loop left behind is closed then, so a client a handler bound to it
+  is bound to a closed loop: keep loop-bound clients per loop. A sync ``call()`` made from another thread while
+  the adopted loop runs is handed to it (``run_coroutine_threadsafe``). When the adopted loop closes, the next
+  call adopts again or falls back to the private loop. Only an ``acall()`` whose system loop is busy on another
+  thread right now (another host's running loop, the private loop running a sync call) hands its coroutine over,
+  without blocking its own loop.
 - Otherwise (sync callers only) a private loop that the callers run themselves: when it is idle a sync caller
   runs it (``run_until_complete``), which costs about 10 us, where waking another thread and being woken back
   costs 70-100 us. When another thread is already running it, the caller hands its coroutine over to that
@@ -51,7 +54,6 @@ class SharedLoop:
         self._watchdog = watchdog  # times out the calls a caller runs inline (cheaper than a loop timer)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._adopted = False  # _loop is a host's running loop (lent by acall), not ours to run or close
-        self._used = False  # the private loop has run a handler: its clients may be bound to it
         self._state = threading.Lock()
         self._owner: int | None = None  # ident of the thread running the private loop right now
         self._handed_over = 0  # calls waiting for the owner to run them
@@ -76,22 +78,27 @@ class SharedLoop:
 
     def claim(self, running: asyncio.AbstractEventLoop) -> bool:
         """For ``acall`` on ``running``: True when async handlers may run right there, because it is the
-        system's loop or now becomes it (nothing has run on another one that is still alive)."""
+        system's loop or now becomes it (the system's loop was idle: see the module docstring); False when the
+        system's loop is busy on another thread right now (hand the call over, ``run_elsewhere``)."""
         if self._loop is running:
             return True
         with self._state:
             loop = self._loop
             if loop is running:
                 return True
-            idle_private = (
-                not self._adopted and not self._used and self._owner is None and not self._handed_over
-            )
-            if loop is not None and not loop.is_closed() and not idle_private:
-                return False
-            if idle_private and loop is not None and not loop.is_closed():
-                loop.close()  # made but never used: nothing can be bound to it
+            retired = None
+            if loop is not None and not loop.is_closed():
+                if self._adopted:
+                    if loop.is_running():  # another host's loop, serving calls on its own thread
+                        return False
+                elif self._owner is not None or self._handed_over:  # a sync call runs the private loop now
+                    return False
+                else:
+                    retired = loop
             self._loop, self._adopted = running, True
-            return True
+        if retired is not None:  # idle, and nobody can take it any more (``run`` checks under the lock)
+            _close_private(retired)
+        return True
 
     async def run_elsewhere(self, coro: Coroutine[Any, Any, T], timeout: float | None, executor: Any) -> T:
         """For ``acall`` on a loop that is not the system's: run ``coro`` there without blocking the caller."""
@@ -129,12 +136,14 @@ class SharedLoop:
                     self._loop, self._adopted = None, False
         loop = self.loop
         with self._state:
-            inline = self._owner is None
+            moved = self._loop is not loop  # an acall adopted its loop meanwhile: that one serves us now
+            inline = not moved and self._owner is None
             if inline:
                 self._owner = me
-                self._used = True
-            else:
+            elif not moved:
                 self._handed_over += 1
+        if moved:
+            return self.run(coro, timeout)
         if inline:
             return self._run_here(loop, coro, timeout)
         return self._hand_over(loop, coro, timeout)
@@ -229,17 +238,23 @@ class SharedLoop:
             return
         if loop is None or loop.is_closed() or loop.is_running():
             return
-        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-        for task in pending:
-            task.cancel()
-        outer = asyncio.events._get_running_loop()
+        _close_private(loop)
+
+
+def _close_private(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what is left on an idle private loop (tasks a handler left behind), then close it; runs it for
+    that on this thread, with a loop running here set aside meanwhile."""
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for task in pending:
+        task.cancel()
+    outer = asyncio.events._get_running_loop()
+    if outer is not None:
+        asyncio.events._set_running_loop(None)
+    try:
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
         if outer is not None:
-            asyncio.events._set_running_loop(None)
-        try:
-            if pending:
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            if outer is not None:
-                asyncio.events._set_running_loop(outer)
-            loop.close()
+            asyncio.events._set_running_loop(outer)
+        loop.close()

@@ -320,6 +320,14 @@ class Environment(abc.ABC):
         when it existed. Keeps an existing file's mode unless ``mode`` is given. ``ReadOnlyPath`` where the
         environment shows the folder read-only."""
 
+    def write_text(
+        self, path: str, text: str, *, sync: bool = True, encoding: str = "utf-8", mode: int | None = None
+    ) -> bool:
+        """``write`` of ``text`` encoded; a kind may stream it (encode and write a piece at a time) and, with
+        ``sync=False`` (big files, scratch files), rename it into place without waiting for the disk. Raises
+        ``UnicodeEncodeError`` for a text the encoding cannot hold (nothing written)."""
+        return self.write(path, text.encode(encoding), mode=mode)
+
     @abc.abstractmethod
     def remove(self, path: str) -> None:
         """Remove the file ``path`` (not a directory)."""

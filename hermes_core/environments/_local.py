@@ -380,6 +380,11 @@ class LocalEnvironment(Environment):
     def write(self, path: str, data: bytes, *, create_parents: bool = True, mode: int | None = None) -> bool:
         return self.files.write(self.absolute(path), data, create_parents=create_parents, mode=mode)
 
+    def write_text(
+        self, path: str, text: str, *, sync: bool = True, encoding: str = "utf-8", mode: int | None = None
+    ) -> bool:
+        return self.files.write_text(self.absolute(path), text, sync=sync, encoding=encoding, mode=mode)
+
     def remove(self, path: str) -> None:
         self.files.remove(self.absolute(path))
 

@@ -339,6 +339,22 @@ class RootedFiles:
         finally:
             os.close(dir_fd)
 
+    def write_text(
+        self, path: str, text: str, *, sync: bool = True, encoding: str = "utf-8", mode: int | None = None
+    ) -> bool:
+        """``write`` of ``text``, encoded and written a megabyte at a time; ``sync=False``: renamed into place
+        without waiting for the disk."""
+        dir_fd, name = self._parent(path, create=True)
+        try:
+            try:
+                return atomic_write_at(
+                    dir_fd, name, text, mode=mode, fsync=sync, shown=path, encoding=encoding
+                )
+            except SymlinkError:
+                raise SymlinkError(path) from None
+        finally:
+            os.close(dir_fd)
+
     def remove(self, path: str) -> None:
         dir_fd, name = self._parent(path, create=False)
         try:

@@ -80,6 +80,16 @@ class ContextFactory(Protocol):
     ) -> CallContext: ...
 
 
+def _argument_caps(entry: ToolEntry, overrides: Mapping[str, Any], cfg: Config) -> dict[str, int]:
+    """How big a call's arguments may be: ``[limits.tools.<name>] max_argument_chars``, else the tool's own
+    ``max_argument_chars``, caps the JSON and each string in it; else the config's ``[limits]
+    max_argument_chars`` caps the JSON (and the schema layer's default each string)."""
+    own = overrides.get("max_argument_chars") or entry.max_argument_chars
+    if not own:
+        return {"max_length": cfg.max_argument_chars}
+    return {"max_length": int(own), "max_string": int(own)}
+
+
 class _Runtime:
     """What the pipeline compiles once per tool: argument processor, calling style, limits."""
 
@@ -89,12 +99,12 @@ class _Runtime:
         from ..schema import compile_arguments
 
         cfg = pipeline.config
-        self.process = compile_arguments(entry.parameters, max_length=cfg.max_argument_chars)
+        overrides = cfg.tool_limits(entry.name)
+        self.process = compile_arguments(entry.parameters, **_argument_caps(entry, overrides, cfg))
         shape = handler_shape(entry.handler, entry.parameters, entry.handler_style)
         self.dict_style = shape.style == "dict"
         self.wants_context = shape.wants_context
         self.keywords_only = not self.dict_style and not self.wants_context  # handler(**arguments)
-        overrides = cfg.tool_limits(entry.name)
         self.limit: int = int(
             overrides.get("max_result_chars") or entry.max_result_size_chars or cfg.max_result_chars
         )

@@ -10,6 +10,7 @@ whole loses its hooks; what that means for calls is ``_policy``'s ``on_failure``
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import importlib
 import importlib.util
@@ -37,7 +38,7 @@ from ..registry import (
     current_provenance,
     provenance,
 )
-from ._dropin import scan_directory
+from ._dropin import ScanVerdict, scan_directory
 from ._entrypoints import EntryPointInfo, discover
 from ._fixes import config_fix, failure_advice, refusal_advice, unmarked_fix
 from ._hooks import HookRunner, refusals
@@ -306,7 +307,18 @@ class PluginHost:
         if cache_dir is not None:
             digest = hashlib.blake2b(str(directory.resolve()).encode(), digest_size=8).hexdigest()
             cache_file = cache_dir / f"dropin-{digest}.json"
-        for verdict in scan_directory(directory, cache_file):
+        # The files' objects live as long as the system: the cyclic collector would trace them all again at
+        # each full collection while thousands load (the cost per file grew with the folder); paused meanwhile.
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            self._load_verdicts(scan_directory(directory, cache_file))
+        finally:
+            if paused:
+                gc.enable()
+
+    def _load_verdicts(self, verdicts: Iterable[ScanVerdict]) -> None:
+        for verdict in verdicts:
             name = f"dropin:{verdict.path.stem}"
             record = PluginRecord(
                 name=name, source="drop-in", path=str(verdict.path), module=verdict.path.stem
@@ -355,7 +367,7 @@ class PluginHost:
         finally:
             self._loading = None
         record.import_ms = (time.perf_counter() - start) * 1000
-        record.tools = [e.name for e in self.registry.entries() if e.plugin == record.name]
+        record.tools = [e.name for e in self.registry.entries_of(record.name)]
         marker = f"{hookspecs.PROJECT}_impl"
         if any(hasattr(value, marker) for value in vars(module).values()):
             self._add_to_pm(record, module)
@@ -384,9 +396,8 @@ class PluginHost:
     def _rollback(self, plugin_name: str, generation_before: int) -> None:
         if self.registry.generation == generation_before:
             return
-        for entry in self.registry.entries():
-            if entry.plugin == plugin_name:
-                self.registry.deregister(entry.name)
+        for entry in self.registry.entries_of(plugin_name):
+            self.registry.deregister(entry.name)
 
     @contextlib.contextmanager
     def _registering(self, plugin_name: str) -> Iterator[None]:
@@ -438,7 +449,7 @@ class PluginHost:
                 self._fail(record, "register_tools", step.error, step.plugin)
                 continue
             self._settle_evictions()
-            record.tools = [e.name for e in self.registry.entries() if e.plugin == record.name]
+            record.tools = [e.name for e in self.registry.entries_of(record.name)]
             if self.hooks.trace:
                 trace(f"register_tools {record.name} -> registered {record.tools}")
             if step.value:

@@ -170,6 +170,15 @@ class SandboxProcess:
         self.kill()
         return True
 
+    def undo_host_run(self) -> list[str]:
+        """For a long-lived process between two of its jobs (a warm interpreter): undo the host-run files it
+        planted so far, as ``release`` does at the end; returns what was undone (also added to ``quarantined``)."""
+        if self._tripwire is None:
+            return []
+        undone = self._tripwire.check()
+        self.quarantined += undone
+        return undone
+
     def release(self) -> None:
         """Free the call's cgroup and private folders, and undo host-run files it planted (once, after the tree
         is gone: ``quarantined`` lists them)."""

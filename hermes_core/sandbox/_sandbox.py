@@ -134,10 +134,11 @@ class Sandbox:
                 protected_read_only=[_OWN_CODE],
                 tmp=self.tmp,
             )
-            if not (read_only or read_write):  # views with one call's own paths are not worth keeping
-                if len(self._layouts) > 32:
-                    self._layouts.clear()
-                self._layouts[key] = layout
+            if (
+                len(self._layouts) > 32
+            ):  # views with a call's own paths too: execute_code's come back per session
+                self._layouts.clear()
+            self._layouts[key] = layout
         return layout
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:

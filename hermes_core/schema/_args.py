@@ -17,7 +17,7 @@ from typing import Any, cast
 
 from ._args_errors import ArgumentProblem, ToolArgumentError, describe
 from ._args_fast import build_fast_checks, static_depth
-from ._parse import _no_duplicates, check_shape, count_keys, parse_raw_arguments
+from ._parse import _no_duplicates, check_shape, colons_inside, count_keys, parse_raw_arguments
 from ._validate import Limits, canonical, compile_schema
 
 __all__ = [
@@ -139,8 +139,14 @@ class ArgumentsProcessor:
                     and self._ok(value)
                 ):
                     colons = raw.count(":")
-                    # each key is followed by one colon; more colons than keys may hide a duplicate key
-                    if colons == len(value) or colons == count_keys(value) or _no_duplicate_keys(raw):
+                    # each key is followed by one colon; more colons than keys may hide a duplicate key,
+                    # unless the strings hold them (exactly so when no "\u" escape could spell a ":")
+                    if (
+                        colons == len(value)
+                        or colons == count_keys(value)
+                        or ("\\u" not in raw and colons == count_keys(value) + colons_inside(value))
+                        or _no_duplicate_keys(raw)
+                    ):
                         return value
         elif (
             kind is dict

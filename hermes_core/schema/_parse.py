@@ -219,6 +219,22 @@ def count_keys(value: Any) -> int:
     return total
 
 
+def colons_inside(value: Any) -> int:
+    """How many ":" the decoded value's keys and strings hold, all levels together."""
+    total = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            total += sum(key.count(":") for key in item)
+            stack.extend(item.values())
+        elif type(item) is list:
+            stack.extend(item)
+        elif type(item) is str:
+            total += item.count(":")
+    return total
+
+
 def check_shape(value: Any, max_depth: int, max_nodes: int = 2_000_000) -> str | None:
     """Why the value is too deep or too large to process, or None when it is fine.
 

@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from ._protected import judge_path
+from ._protected import ProtectedRoot, judge_path
 from ._verdicts import MalformedPathError, PathVerdict
 
 __all__ = ["check_path", "resolve_path"]
@@ -144,7 +144,13 @@ def _npmrc_has_token(path: str) -> bool:
 
 
 def _classify(
-    real: str, op: str, home: str, ws: str | None, lexical: str = "", spaces: tuple[str, ...] = ()
+    real: str,
+    op: str,
+    home: str,
+    ws: str | None,
+    lexical: str = "",
+    spaces: tuple[str, ...] = (),
+    roots: list[ProtectedRoot] | None = None,
 ) -> tuple[str, str]:
     rel_home = real[len(home) + 1 :] if home and home != "/" and real.startswith(home + "/") else None
     if _SECRET_SYSTEM.search(real):
@@ -158,7 +164,7 @@ def _classify(
             return "refuse", "a credential file"
         if rel_home == ".npmrc" and _npmrc_has_token(real):
             return "refuse", "an .npmrc that holds a registry token"
-    own = judge_path(lexical, real, op, spaces)
+    own = judge_path(lexical, real, op, spaces, roots)
     if own is not None:
         return "refuse", own
     inside = ws is not None and _inside(real, ws)

@@ -270,9 +270,12 @@ def protected_reason(
     return None
 
 
-def judge_path(lexical: str, real: str, op: str, workspace: tuple[str, ...]) -> str | None:
-    """``protected_reason`` for a path named ``lexical`` that resolves to ``real``: either form counts."""
-    roots = protected_roots()
+def judge_path(
+    lexical: str, real: str, op: str, workspace: tuple[str, ...], roots: list[ProtectedRoot] | None = None
+) -> str | None:
+    """``protected_reason`` for a path named ``lexical`` that resolves to ``real``: either form counts
+    (``roots``: ``protected_roots()`` computed once for many paths)."""
+    roots = protected_roots() if roots is None else roots
     reason = protected_reason(real, op, workspace, roots)
     if reason is None and lexical != real:
         reason = protected_reason(lexical, op, workspace, roots)

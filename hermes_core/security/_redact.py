@@ -7,28 +7,38 @@ What it finds, each from the provider's documented token shape or from context:
 - private keys: a whole PEM block, and also body lines on their own (a key printed one line at a time, or a
   page of one), passwords in URLs (``scheme://user:password@``), Authorization headers, ``curl -u``, command
   line flags such as ``--password``, and ``PASSWORD '...'`` in SQL;
-- values assigned to names that say secret, token, password, API key and the like, in code, JSON, YAML,
-  ``.env``, INI and query strings: but only literal values. A value that is ``None``, a call, a subscript, a
-  variable, an attribute, a type or a placeholder (``${VAR}``, ``<your-key>``, ``changeme``) is code, not a
-  secret, and stays exactly as it was, so a ``patch`` copied from ``read_file`` output still applies;
-- the values of this process's own secret-looking environment variables, also base64, hex or reversed.
+- values assigned to names that say secret, token, password, API key and the like, in code, JSON, YAML (block
+  scalars, tags and anchors too), ``.env``, INI, TOML (triple-quoted strings too), XML elements and
+  ``key=/name= value=`` attribute pairs, and query strings; passwords of netrc entries: but only literal values. A
+  value that is ``None``, a call, a subscript, a variable, an attribute, a type or a placeholder (``${VAR}``,
+  ``<your-key>``, ``changeme``) is code, not a secret, and stays exactly as it was, so a ``patch`` copied from
+  ``read_file`` output still applies;
+- the values of this process's own secret-looking environment variables, also base64, hex or reversed;
+- all of the above in disguise (``_redact_forms``): percent-encoded, with an invisible character inside the name or
+  the key, in fullwidth letters, or a key written in capitals. A URL whose port is followed by a fragment or a
+  query (``http://127.0.0.1:8080#@example.com``) holds no password and stays.
 
 Cost: provider rules run only around long runs of token characters (found with one ``bytes.translate``
-and ``find``); every other detector is a literal search or a regular expression led by a literal, over the
-text or over one lower-cased ASCII copy of it (so keyword searches stay case-insensitive without a
-case-insensitive regex); key lines are found from the end of each line in the reversed text. Patterns
-compile on first use. All are linear (bounded repeats, no nested quantifiers). Found secrets are collected
-as spans and the output is built once. ``benchmarks/bench_redact.py`` measures it: about 20 ms per MB of
-prose, 40 of code (CPU time), against 0.4-0.5 s for the previous redactor.
+and ``find``; the windows are joined and each rule runs once over them, or over the whole text when runs cover
+most of it), and only when a character each rule needs is in the text (one memchr); every other detector is a
+regular expression led by a literal (its search is the literal's), over the text or over one lower-cased ASCII
+copy of it (so keyword searches stay case-insensitive without a case-insensitive regex); key lines are found
+from the end of each line in the reversed text. Patterns compile on first use. All are linear (bounded repeats,
+no nested quantifiers). Found secrets are collected as spans and the output is built once.
+``benchmarks/bench_redact.py`` measures it: 20-30 ms per MB of prose, code and random letters (CPU time).
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import os
 import re
+import string
 from collections.abc import Callable, Iterable
 from typing import Any, AnyStr, Generic
+
+from ._redact_forms import undisguised
 
 __all__ = ["MASK", "redact"]
 
@@ -171,6 +181,26 @@ _TOKENS: tuple[_TokenRule, ...] = (
 )
 
 # An AWS secret access key (40 characters) close after an access key id, as in a credentials CSV.
+# The prefixes of the keys above that hold lower-case letters, in capitals (SK-PROJ-, GHP_, HF_...): a key
+# written in capitals is looked for (lower-cased) only where a run of capitals holds one.
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+_CAPITAL_PREFIXES = {"GH": "GH[POUSR]_", "GL": "GL[A-Z]{1,5}[_-]", "HOOK": "HOOKS?[./]"}
+_CAPITALS = _Lazy(
+    r"(?<![A-Z0-9])(?:"
+    + "|".join(
+        sorted(
+            {
+                _CAPITAL_PREFIXES.get(lit.upper(), re.escape(lit.upper()))
+                for rule in _TOKENS
+                for lit in rule[0]
+                if lit.upper() != lit
+            },
+            key=len,
+            reverse=True,
+        )
+    )
+    + ")"
+)
 _AWS_ID = _Lazy(r"A(?<![A-Z0-9]A)(?:KIA|SIA)[A-Z0-9]{16}(?![A-Z0-9])")
 _AWS_SECRET_NEAR = _Lazy(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=])")
 
@@ -191,9 +221,13 @@ _KEY_ESCAPED = _Lazy(r"(?:\\[rn]|[A-Za-z0-9+/=])*")  # a key inside a JSON strin
 _PEM_PUBLIC = _Lazy(r"-----(BEGIN|END) (?:CERTIFICATE|PUBLIC KEY|[A-Z0-9 ]{0,20}PUBLIC KEY BLOCK)-----")
 # Lines that end in a run of base64, found in the reversed text (so each line costs one look at its end):
 # newline, then backwards: optional blanks, closing punctuation, "=" padding and the run itself.
-_KEY_TAIL = re.compile(r"\n\r?[ \t]*[;,'\"]{0,2}(?P<b>={0,2}[A-Za-z0-9+/]{16,100})(?![A-Za-z0-9+/])")
+_KEY_TAIL = re.compile(
+    r"\n\r?[ \t]*[;,'\"]{0,2}(?P<b>={0,2}[A-Za-z0-9+/]{16,100})(?![A-Za-z0-9+/])"
+    # ... and before it on its line (read backwards) nothing but indentation, a quote, a diff marker, a
+    # read_file ("12|") or grep ("path:12:") prefix
+    r"(?=[\"']?[ \t]*(?:[+-]|\|[0-9]{1,9}|[:|][0-9]{1,9}[:|][^\s:|]{0,200})?[ \t]*(?:\n|\Z))"
+)
 # what may stand before the run on its line: indentation, a quote, a diff marker, a read_file or grep prefix
-_KEY_PREFIX = _Lazy(r"[ \t]*(?:[+-]|[0-9]{1,9}\||[^\s:|]{0,200}[:|][0-9]{1,9}[:|])?[ \t]*[\"']?")
 _KEY_BODY_LINE = _Lazy(
     r"[ \t]*(?:[0-9]{1,9}\||[^\s:|]{0,200}[:|][0-9]{1,9}[:|])?[ \t]*(?:[A-Za-z0-9+/=]*|[A-Z][A-Za-z]{1,20}(?:-[A-Z][A-Za-z]{1,20})*: [^\n]*)\r?"
 )
@@ -201,6 +235,7 @@ _KEY_LINE_MIN, _KEY_LINE_MAX = 60, 76  # PEM bodies wrap at 64, OpenSSH at 70, P
 
 # -- keyword-led rules, run on the lower-cased text (bytes) ----------------------------------------------------
 _URL_PASSWORD = _Lazy(r"://[^\s:/@\"'<>]{0,128}:([^\s@/\"'<>]{1,256})@")
+_PORT_THEN_FRAGMENT = _Lazy(r"[0-9]{1,5}[?#]")  # http://127.0.0.1:8080#@example.com: a port, then a fragment
 _CREDENTIAL = rb"([a-z0-9._~+/=-]{8,})"
 _KEYWORD_RULES: tuple[tuple[bytes, _Lazy[bytes], bool], ...] = (
     (b"bearer", _Lazy(rb"bearer(?<![a-z0-9_]bearer)[ \t]+" + _CREDENTIAL), True),
@@ -234,6 +269,8 @@ _KEYWORD_RULES: tuple[tuple[bytes, _Lazy[bytes], bool], ...] = (
     (b"sig", _Lazy(rb"sig(?<=[?&;-]sig)(?:nature)?=([^&\s\"'<>#]{4,})"), False),
 )
 
+# a character each keyword rule needs besides its word (one memchr spares the search for the word)
+_KEYWORD_GATES = (b"", b"", b"", b"-", b"-", b"-", b"-", b"-", b"'", b"'", b"=")
 # Names whose value is a secret: the name, lower-cased with "_", "-" and "." removed, ends with one of these.
 _SECRET_SUFFIXES = (
     "password", "passwd", "passphrase", "secret", "token", "credential", "credentials", "authorization",
@@ -265,16 +302,22 @@ _ASSIGNED = tuple(
         keyword.encode(),
         _Lazy(
             keyword.encode()
-            + rb"[a-z0-9_.\-]*(?P<cq>[\"'`]?)\]?[ \t]*(?P<sep>:=|=(?![=>~])|:(?![:/=]))[ \t]*"
+            + rb"[a-z0-9_.\-]{0,80}(?P<cq>[\"'`]?)\]?[ \t]*(?P<sep>:=|=(?![=>~])|:(?![:/=]))[ \t]*"
         ),
     )
     for keyword in ("pass", "pwd", "secret", "token", "key", "credential", "auth")
 )
 _VALUE = _Lazy(
     r"(?P<pre>[rRbBuUfF]{0,2})(?=[\"'`])"
-    r"(?:\"(?P<dq>(?:[^\"\\\n]|\\.){0,2000})\"|'(?P<sq>(?:[^'\\\n]|\\.){0,2000})'|`(?P<bq>[^`\n]{0,2000})`)"
+    r"(?:\"\"\"(?P<tdq>(?:[^\"\\]|\\.|\"(?!\"\")){0,2000})\"\"\"|'''(?P<tsq>(?:[^'\\]|\\.|'(?!'')){0,2000})'''|"
+    r"\"(?P<dq>(?:[^\"\\\n]|\\.){0,2000})\"|'(?P<sq>(?:[^'\\\n]|\\.){0,2000})'|`(?P<bq>[^`\n]{0,2000})`)"
     r"|(?P<bare>[^\s\"'`,;&)}\]]{1,2000})"
 )
+# YAML: a tag or an anchor before the value (password: !!str s3cret, password: &pw s3cret), and a block scalar
+# (password: | or >-) whose indented lines follow
+_YAML_DECORATION = _Lazy(r"(?:[!&][^\s]{0,100}[ \t]+)+")
+_YAML_BLOCK = _Lazy(r"[|>][+-]?[1-9]?[+-]?[ \t]*(?:#[^\n]*)?(?=\r?\n)")
+_YAML_BLOCK_LINE = _Lazy(r"\r?\n([ \t]*)([^\n]*)")
 _IDENTIFIER = _Lazy(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _DOTTED = _Lazy(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\??\.[A-Za-z_$][A-Za-z0-9_$]*)+[!?]?")
 _CODE_WORDS = frozenset(
@@ -381,7 +424,7 @@ def _assignments(text: str, low: bytes, spans: list[Span]) -> None:
     """Values assigned to secret-looking names (see ``_secret_name``) that are literals, not code."""
     seen: set[int] = set()
     for keyword, assigned in _ASSIGNED:
-        if keyword not in low:
+        if keyword not in low:  # (a plain search is faster than the pattern's own when it finds none)
             continue
         for after in assigned.get().finditer(low):
             end = after.start("cq")
@@ -398,10 +441,18 @@ def _assignments(text: str, low: bytes, spans: list[Span]) -> None:
             closing = after.group("cq").decode()
             if closing and closing != opened:
                 continue
-            value = _VALUE.get().match(text, after.end())
+            at = after.end()
+            if after.group("sep") == b":" and text.startswith(("!", "&", "|", ">"), at):
+                decoration = _YAML_DECORATION.get().match(text, at)
+                at = decoration.end() if decoration else at
+                block = _YAML_BLOCK.get().match(text, at)
+                if block is not None:
+                    _yaml_block(text, start, block.end(), spans)
+                    continue
+            value = _VALUE.get().match(text, at)
             if value is None:
                 continue
-            for group in ("dq", "sq", "bq"):
+            for group in ("tdq", "tsq", "dq", "sq", "bq"):
                 literal = value.group(group)
                 if literal is not None:
                     template = "{" in literal and ("f" in (value.group("pre") or "").lower() or group == "bq")
@@ -418,15 +469,91 @@ def _assignments(text: str, low: bytes, spans: list[Span]) -> None:
                     spans.append(value.span("bare"))
 
 
+def _yaml_block(text: str, name_at: int, block_end: int, spans: list[Span]) -> None:
+    """The lines of a YAML block scalar (``password: |`` then its indented lines) assigned to a secret name."""
+    line_start = text.rfind("\n", 0, name_at) + 1
+    lead = text[line_start:name_at]
+    indent = len(lead) - len(lead.lstrip(" \t-"))
+    lines: list[Span] = []
+    pos = block_end
+    while True:
+        line = _YAML_BLOCK_LINE.get().match(text, pos)
+        if line is None:
+            break
+        body = line.group(2).rstrip()
+        if body and len(line.group(1)) <= indent:
+            break  # back at the name's level: the block ended
+        if body:
+            lines.append((line.start(2), line.start(2) + len(body)))
+        pos = line.end()
+    first = text[lines[0][0] : lines[0][1]] if lines else ""
+    if first and _literal_secret(first) and ": " not in first and not first.startswith(("{", "[", "- ")):
+        spans.extend(lines)  # (a mapping or a list in the lines after is YAML, not the value of a block)
+
+
+# netrc: machine HOST [login USER] [account A] [port P] password PASSWORD, on one line or over several
+_NETRC_ENTRY = (
+    rb"(?P<more>(?:[ \t\r\n]+(?:login|account|port)[ \t\r\n]+[^\s]{1,256}){0,3})"
+    rb"[ \t\r\n]+password[ \t\r\n]+(?P<pw>[^\s]{1,256})"
+)
+_NETRC = (
+    _Lazy(rb"machine(?<![a-z0-9_.-]machine)[ \t\r\n]+[^\s]{1,256}" + _NETRC_ENTRY),
+    _Lazy(rb"default(?<![a-z0-9_.-]default)" + _NETRC_ENTRY),
+)
+
+
+def _netrc(text: str, low: bytes, spans: list[Span]) -> None:
+    """Passwords in netrc entries (``~/.netrc``, ``_netrc``: curl's, git's and ftp's credentials)."""
+    for m in itertools.chain.from_iterable(rule.get().finditer(low) for rule in _NETRC):
+        value = text[m.start("pw") : m.end("pw")]
+        if len(value) < 4 or _PLACEHOLDER.get().search(value):
+            continue
+        if b"login" not in m.group("more") and _PROSE_WORD.get().fullmatch(value):
+            continue  # "by default password authentication is...": prose, unless a login makes it an entry
+        spans.append(m.span("pw"))
+
+
+# XML: <password>...</password>, <entry key="api.token">...</entry>, <add key="DbPassword" value="..."/>
+_XML_ELEMENT = _Lazy(
+    rb"<([a-z_][a-z0-9_.:-]{0,80})((?:[ \t][^<>\n]{0,500})?)>[ \t]*([^<\n]{1,2000}?)[ \t]*</\1[ \t]*>"
+)
+_XML_NAMED = tuple(  # key="..." and name="...", each led by its literal (an alternation is scanned slowly)
+    _Lazy(word + rb"(?<![a-z0-9_.:-]" + word + rb")[ \t]*=[ \t]*([\"'])([^\"'<>\n]{1,100})\1")
+    for word in (b"key", b"name")
+)
+_XML_VALUE = _Lazy(rb"[ \t]+value[ \t]*=[ \t]*([\"'])([^\"'<>\n]{0,2000})\1")
+
+
+def _xml(text: str, low: bytes, spans: list[Span]) -> None:
+    """Secrets in XML (and HTML) elements and name/value attribute pairs whose name says secret."""
+    if b"</" in low:
+        for m in _XML_ELEMENT.get().finditer(low):
+            name = text[m.start(1) : m.end(1)].rpartition(":")[2]
+            if not _secret_name(name):
+                named = next(
+                    (n for r in _XML_NAMED if (n := r.get().search(low, m.start(2), m.end(2)))), None
+                )
+                name = text[named.start(2) : named.end(2)] if named else ""
+            value = text[m.start(3) : m.end(3)]
+            if name and _secret_name(name) and _literal_secret(value) and not _names_itself(name, value):
+                spans.append(m.span(3))
+    if b"value" in low:
+        for named in itertools.chain.from_iterable(rule.get().finditer(low) for rule in _XML_NAMED):
+            found = _XML_VALUE.get().match(low, named.end())
+            if found is None:
+                continue
+            name = text[named.start(2) : named.end(2)]
+            value = text[found.start(2) : found.end(2)]
+            if _secret_name(name) and _literal_secret(value) and not _names_itself(name, value):
+                spans.append(found.span(2))
+
+
 def _key_lines(text: str, spans: list[Span]) -> None:
     """Base64 lines of a private key shown without its BEGIN line (a page of a key, a key printed by line)."""
     size = len(text)
     found: list[tuple[int, int]] = []  # forward (start, end) of the run on each candidate line
     for m in _KEY_TAIL.finditer("\n" + text[::-1]):
-        start, end = size - m.end("b") + 1, size - m.start("b") + 1
-        line_start = text.rfind("\n", 0, start) + 1
-        if _KEY_PREFIX.get().fullmatch(text, line_start, start):
-            found.append((start, end))
+        found.append((size - m.end("b") + 1, size - m.start("b") + 1))
     found.reverse()
     previous = -2  # the newline ending the last full-width key line
     for start, end in found:
@@ -556,9 +683,30 @@ def _lowered(text: str) -> bytes:
     return text.encode("ascii", "replace").lower()
 
 
+def _rare(literal: str) -> str:
+    """The literal's first character that is not a letter, or "" (found with one memchr when absent)."""
+    return next((c for c in literal if not c.isalpha()), "")
+
+
+# per rule, the characters one of which the text must hold for the rule to match ("": no gate): the first
+# character of a literal that is not a letter, or for the literals of letters only, one the pattern needs
+_NEEDS = {"gh": "_", "gl": "-", "xox": "-", "hook": "/", "eyJ": ".", "SharedAccess": "=", "shp": "_"}
+_GATES = {id(rule): frozenset(_NEEDS.get(lit, _rare(lit)) for lit in rule[0]) for rule in _TOKENS}
+
+
 def _tokens(text: str, rules: Iterable[_TokenRule], spans: list[Span], start: int = 0, end: int = -1) -> None:
     end = len(text) if end < 0 else end
-    for literals, pattern, group, check in rules:
+    present: dict[str, bool] = {"": True}
+    for rule in rules:
+        literals, pattern, group, check = rule
+        for gate in _GATES[id(rule)]:  # a single-character search runs at memchr speed, a literal's does not
+            seen = present.get(gate)
+            if seen is None:
+                seen = present[gate] = text.find(gate, start, end) >= 0
+            if seen:
+                break
+        else:
+            continue
         if any(text.find(literal, start, end) >= 0 for literal in literals):
             for m in pattern.get().finditer(text, start, end):
                 if check is None or check(m.group(group)):
@@ -566,10 +714,21 @@ def _tokens(text: str, rules: Iterable[_TokenRule], spans: list[Span], start: in
 
 
 def _token_windows(text: str, low: bytes, spans: list[Span]) -> None:
-    """Run the token rules around every long run of token characters (see ``_RUN_VIEW``)."""
+    """Run the token rules around every long run of token characters (see ``_RUN_VIEW``).
+
+    The windows are joined (one newline apart, which no token pattern matches) and each rule runs once over
+    the joined text, its matches mapped back: the cost is one pass per rule, not one Python step per rule and
+    window. A match needs a run of 20 token characters near its start, and each window begins 64 characters
+    before its first run, so no match begins where a lookbehind could look across a joint.
+    """
     view = low.translate(_RUN_VIEW)
     size = len(view)
+    if view.count(_RUN) * (len(_RUN) + 2 * _WINDOW_MARGIN) > size:  # windows would cover most of the text
+        _tokens(text, _IN_WINDOWS, spans)  # (random text): then one pass over the whole costs less
+        return
+    windows: list[tuple[int, int]] = []
     window_start = window_end = -1
+    covered, half = 0, size // 2
     at = view.find(_RUN)
     while at >= 0:
         run_end = view.find(b" ", at)
@@ -578,21 +737,44 @@ def _token_windows(text: str, low: bytes, spans: list[Span]) -> None:
             window_end = min(size, run_end + _WINDOW_MARGIN)
         else:
             if window_start >= 0:
-                _tokens(text, _IN_WINDOWS, spans, window_start, window_end)
+                windows.append((window_start, window_end))
+                covered += window_end - window_start
+                if covered > half:  # mostly runs (random text): one pass over the whole costs less
+                    _tokens(text, _IN_WINDOWS, spans)
+                    return
             window_start, window_end = max(0, at - _WINDOW_MARGIN), min(size, run_end + _WINDOW_MARGIN)
         at = view.find(_RUN, run_end)
     if window_start >= 0:
-        _tokens(text, _IN_WINDOWS, spans, window_start, window_end)
+        windows.append((window_start, window_end))
+    if not windows:
+        return
+    if len(windows) == 1:
+        _tokens(text, _IN_WINDOWS, spans, *windows[0])
+        return
+    joined = "\n".join([text[a:b] for a, b in windows])
+    offsets: list[int] = []  # where each window starts in ``joined``
+    shift: list[int] = []  # what to add to a position in ``joined`` to get its position in ``text``
+    pos = 0
+    for a, b in windows:
+        offsets.append(pos)
+        shift.append(a - pos)
+        pos += b - a + 1
+    found: list[Span] = []
+    _tokens(joined, _IN_WINDOWS, found)
+    for start, end in found:
+        i = bisect.bisect_right(offsets, start) - 1
+        if end <= offsets[i] + windows[i][1] - windows[i][0]:  # never across a joint
+            spans.append((start + shift[i], end + shift[i]))
 
 
-def _collect(text: str) -> list[Span]:
+def _collect(text: str, low: bytes) -> list[Span]:
+    """Every secret's span in ``text`` (``low``: ``_lowered(text)``)."""
     spans: list[Span] = []
     for form in _env_secrets():
         at = text.find(form)
         while at >= 0:
             spans.append((at, at + len(form)))
             at = text.find(form, at + len(form))
-    low = _lowered(text)
     _tokens(text, _EVERYWHERE, spans)
     _token_windows(text, low, spans)
     if "KIA" in text or "SIA" in text:
@@ -609,11 +791,16 @@ def _collect(text: str) -> list[Span]:
     if public:
         spans[before:] = [s for s in spans[before:] if not any(a <= s[0] < b for a, b in public)]
     if "://" in text:
-        _add(spans, _URL_PASSWORD.get().finditer(text), text, False)
-    for word, keyword_rule, credential in _KEYWORD_RULES:
-        if word in low:
+        urls = _URL_PASSWORD.get().finditer(text)
+        _add(spans, (m for m in urls if not _PORT_THEN_FRAGMENT.get().match(text, m.start(1))), text, False)
+    for (word, keyword_rule, credential), gate in zip(_KEYWORD_RULES, _KEYWORD_GATES, strict=True):
+        if gate in low and word in low:  # a plain search costs less than the pattern's when it finds none
             _add(spans, keyword_rule.get().finditer(low), text, credential)
     _assignments(text, low, spans)
+    if b"password" in low and (b"machine" in low or b"default" in low):
+        _netrc(text, low, spans)
+    if b"<" in low:
+        _xml(text, low, spans)
     return spans
 
 
@@ -640,7 +827,19 @@ def redact(text: str) -> str:
         text = str(text)
     if len(text) < _MIN_SECRET:
         return text
-    spans = _collect(text)
+    raw = text.encode("ascii", "replace")
+    spans = _collect(text, raw.lower())
+    for form in undisguised(text, raw, _CAPITALS.get()):  # %-encoded, invisible, fullwidth, in capitals
+        found: list[Span] = []
+        if form.tokens_only:
+            _tokens(form.text, _TOKENS, found)
+        else:  # and a key in capitals that an invisible character broke up
+            found = _collect(form.text, _lowered(form.text))
+            _tokens(form.text.translate(_ASCII_LOWER), _TOKENS, found)
+        for start, end in found:
+            span = form.span(start, end)
+            if span is not None:
+                spans.append(span)
     if not spans:
         return text
     spans.sort()

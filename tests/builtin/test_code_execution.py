@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -486,3 +487,112 @@ def test_tools_with_odd_names_are_reached_through_call(ws: Path) -> None:
         entry = system.registry.get("read_file")
         assert entry is not None
     assert data["stdout"].splitlines() == ["True sunny", " ".join(entry.description.split())[:40]]
+
+
+# -- the lean start: no site at start-up, the same environment for the script -------------------------
+
+
+def test_script_sees_the_hosts_packages_prefix_and_builtins(system: ToolSystem) -> None:
+    import sys
+
+    code = (
+        "import sys, pluggy, jsonschema\n"
+        "print(sys.prefix)\n"
+        "print(callable(exit), callable(quit), callable(help))\n"
+        "exit(7)\n"
+    )
+    data = _run(system, code)
+    assert data["exit_code"] == 7, data
+    assert data["stdout"].splitlines() == [sys.prefix, "True True True"]
+
+
+def test_an_import_that_needs_a_pth_file_runs_site_late(tmp_path: Path) -> None:
+    """The bootstrap itself (no sandbox): a package reachable only through a .pth file in a site directory
+    imports, because an import that finds nothing runs site's .pth processing once."""
+    import subprocess
+    import sys
+
+    from hermes_builtin.tools.execution import _code_sandbox
+
+    site_dir, extra, run = tmp_path / "site", tmp_path / "extra", tmp_path / "run"
+    for folder in (site_dir, extra, run):
+        folder.mkdir()
+    (extra / "late_pkg.py").write_text("VALUE = 42\n")
+    (site_dir / "extra.pth").write_text(f"{extra}\n")
+    (run / "script.py").write_text("import late_pkg\nprint(late_pkg.VALUE)\nimport nothing_at_all\n")
+    boot = run / _code_sandbox.BOOT_NAME
+    source = _code_sandbox.BOOTSTRAP.replace("{site_dirs!r}", repr([str(site_dir)]))
+    boot.write_text(source.replace("{prefixes!r}", repr((sys.prefix, sys.exec_prefix))))
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-B", str(boot)], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout == "42\n"
+    assert done.returncode == 1 and "No module named 'nothing_at_all'" in done.stderr
+    assert "_hermes_boot" not in done.stderr  # no frame of the bootstrap
+
+
+# -- the warm interpreter of a session -------------------------------------------------------------------
+
+_LINEAGE = (
+    "import os\n"
+    "def parent(pid):\n"
+    "    return int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+    "shepherd = os.getppid()\n"
+    "print(parent(shepherd), open(f'/proc/{parent(shepherd)}/cmdline', 'rb').read().count(b'hermes-runner-'))\n"
+)
+
+
+def test_scripts_of_a_session_fork_from_one_warm_interpreter_and_share_nothing(system: ToolSystem) -> None:
+    from hermes_core.sandbox import sandbox_for
+
+    if sandbox_for(system).backend != "bwrap":
+        pytest.skip("the warm interpreter needs the bwrap backend's PID namespace")
+    first = _run(system, _LINEAGE + "import sys\nsys.leftover_state = 1\n")["stdout"].split()
+    second = _run(system, _LINEAGE + "import sys\nprint(hasattr(sys, 'leftover_state'))\n")["stdout"].split()
+    assert first[1] == "1" and first[0] == second[0]  # the same runner forked both
+    assert second[2] == "False"  # each script starts from the runner's clean state, not the last script's
+
+
+def test_a_script_that_kills_its_interpreter_ends_alone(system: ToolSystem) -> None:
+    """A script may kill the warm interpreter of its session: its own run ends, the next one gets a new one."""
+    code = (
+        "import os, signal\n"
+        "for name in os.listdir('/proc'):\n"
+        "    if name.isdigit() and b'hermes-runner-' in open(f'/proc/{name}/cmdline', 'rb').read():\n"
+        "        os.kill(int(name), signal.SIGKILL)\n"
+        "import time\ntime.sleep(5)\n"
+    )
+    started = time.monotonic()
+    data = _run(system, code)
+    assert time.monotonic() - started < 4 and data["exit_code"] != 0
+    assert _run(system, "print('next')")["stdout"] == "next\n"
+
+
+def test_calls_at_once_in_one_session_all_run(system: ToolSystem) -> None:
+    results: list[dict[str, Any]] = []
+    threads = [
+        threading.Thread(
+            target=lambda i=i: results.append(_run(system, f"import time\ntime.sleep(0.3)\nprint({i})"))
+        )
+        for i in range(3)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(r["stdout"] for r in results) == ["0\n", "1\n", "2\n"]  # one warm, the others the cold way
+
+
+def test_without_a_pid_namespace_scripts_run_the_cold_way(ws: Path) -> None:
+    """No warm interpreter where the runner could not tell its runs' processes from the host's (no PID
+    namespace): no ancestor of the script is a runner."""
+    code = (
+        "import os\n"
+        "pid, found = os.getpid(), 0\n"
+        "for _ in range(4):\n"
+        "    pid = int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+        "    found += open(f'/proc/{pid}/cmdline', 'rb').read().count(b'hermes-runner-')\n"
+        "print(found)\n"
+    )
+    with _load(ws, {"sandbox": {"backend": "none"}}) as system:
+        assert [_run(system, code)["stdout"] for _ in range(2)] == ["0\n", "0\n"]

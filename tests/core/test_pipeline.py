@@ -443,16 +443,67 @@ def test_acall_runs_async_handlers_natively_on_the_callers_loop() -> None:
     s.close()
 
 
-def test_acall_hands_over_when_the_private_loop_holds_state() -> None:
+def test_acall_stays_native_after_a_sync_bridge() -> None:
     s = make()
-    client = register_async(s)
-    assert s.call("fetch") == "fetched"  # the private loop ran first: the client is bound to it
+    seen: list[tuple[Any, Any]] = []
+    clients: dict[Any, LoopBound] = {}  # a loop-bound client kept per loop, as the docs advise
 
-    async def host() -> list[str]:
-        return list(await asyncio.gather(s.acall("fetch"), s.acall("fetch")))
+    async def where() -> str:
+        seen.append((asyncio.get_running_loop(), asyncio.current_task()))
+        return "here"
 
-    assert asyncio.run(host()) == ["fetched", "fetched"]
-    assert client.loop is s.pipeline.bridge.loop and not client.loop.is_closed()
+    async def fetch() -> str:
+        return await clients.setdefault(asyncio.get_running_loop(), LoopBound()).get()
+
+    s.registry.register(name="where", toolset="t", schema=schema("where"), handler=where)
+    s.registry.register(name="fetch", toolset="t", schema=schema("fetch"), handler=fetch)
+    assert s.call("where") == "here" and s.call("fetch") == "fetched"  # the private loop ran first
+    private = seen[0][0]
+
+    async def host() -> tuple[Any, Any, list[str]]:
+        out = [await s.acall("where"), await s.acall("fetch")]
+        loop = asyncio.get_running_loop()
+        out.append(await loop.run_in_executor(None, s.call, "where"))  # another thread: served by this loop
+        return loop, asyncio.current_task(), out
+
+    loop, task, results = asyncio.run(host())
+    assert results == ["here", "fetched", "here"]
+    assert seen[1] == (loop, task)  # in the awaiting task itself: no thread hop
+    assert seen[2][0] is loop and private.is_closed()  # the idle private loop was retired
+    assert asyncio.run(host())[2] == ["here", "fetched", "here"]  # a second asyncio.run adopts its own loop
+    assert s.call("fetch") == "fetched"  # the host's loop is closed: a new private loop serves sync callers
+    s.close()
+
+
+def test_acall_hands_over_while_another_thread_runs_the_private_loop() -> None:
+    s = make()
+    started, release = threading.Event(), threading.Event()
+    seen: list[Any] = []
+
+    async def hold() -> str:
+        started.set()
+        while not release.is_set():
+            await asyncio.sleep(0.005)
+        return "held"
+
+    async def where() -> str:
+        seen.append(asyncio.get_running_loop())
+        return "here"
+
+    s.registry.register(name="hold", toolset="t", schema=schema("hold"), handler=hold)
+    s.registry.register(name="where", toolset="t", schema=schema("where"), handler=where)
+    held: list[str] = []
+    worker = threading.Thread(target=lambda: held.append(s.call("hold")))
+    worker.start()
+    assert started.wait(5)
+
+    async def host() -> tuple[str, Any]:
+        return await s.acall("where"), asyncio.get_running_loop()
+
+    result, loop = asyncio.run(host())  # the private loop is busy on the worker: handed over to it
+    release.set()
+    worker.join(5)
+    assert result == "here" and held == ["held"] and seen[0] is not loop
     s.close()
 
 

@@ -136,6 +136,23 @@ def test_provenance_is_recorded() -> None:
     )
 
 
+def test_entries_of_a_plugin_follow_every_change() -> None:
+    reg = ToolRegistry()
+    with provenance(Provenance(plugin="one")):
+        reg.register(name="a", toolset="mcp-x", schema=schema("a"), handler=lambda x: x)
+        reg.register(name="b", toolset="ts", schema=schema("b"), handler=lambda x: x)
+    with provenance(Provenance(plugin="two")):
+        reg.register(name="c", toolset="ts", schema=schema("c"), handler=lambda x: x)
+        reg.register(name="a", toolset="mcp-y", schema=schema("a"), handler=lambda x: x)  # takes "a" over
+    assert [e.name for e in reg.entries_of("one")] == ["b"]
+    assert [e.name for e in reg.entries_of("two")] == ["c", "a"]
+    reg.deregister("c")
+    reg.deregister_toolset("mcp-y")
+    assert reg.entries_of("two") == () and reg.entries_of("nobody") == ()
+    for plugin in ("one", "two"):  # the index agrees with a scan of the whole registry
+        assert list(reg.entries_of(plugin)) == [e for e in reg.entries() if e.plugin == plugin]
+
+
 def test_proxy_forwards_to_the_bound_registry() -> None:
     one, two = ToolRegistry(), ToolRegistry()
     with bound_registry(one):
@@ -184,6 +201,16 @@ def test_concurrent_registration_is_consistent() -> None:
     assert reg.generation == 8 * (200 + 67)
 
 
+def test_argument_and_result_caps_must_be_positive_ints() -> None:
+    reg = ToolRegistry()
+    for option in ("max_argument_chars", "max_result_size_chars"):
+        for bad in (0, -5, 1.5, True, "10"):
+            with pytest.raises(InvalidSchemaError, match=option):
+                reg.register(name="t", toolset="ts", schema=schema("t"), handler=print, **{option: bad})
+    entry = reg.register(
+        name="t", toolset="ts", schema=schema("t"), handler=print, max_argument_chars=5_000_000
+    )
+    assert entry.max_argument_chars == 5_000_000 and len(reg) == 1
 def test_register_takes_the_entry_fields_and_nothing_else() -> None:
     """The fields are declared once, on ``ToolEntry``: register, the proxy and the entry all follow them."""
     from dataclasses import fields

@@ -183,3 +183,37 @@ def test_parse_raw_arguments_leaves_the_input_alone() -> None:
     assert parse_raw_arguments(original, unwrap_key=lambda _: True, **LIMITS) == {"a": 1}
     assert original == {"arguments": {"a": 1}}
     assert parse_raw_arguments(original, unwrap_key=lambda _: False, **LIMITS) is original
+
+
+def test_duplicate_keys_are_caught_whatever_the_colons_inside_hold() -> None:
+    """The cheap path (colons counted in the parsed strings) accepts exactly what a full duplicate check
+    accepts: escapes that spell a colon (\\u003a) send it to the full check."""
+    import json as _json
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    processor = compile_arguments({"type": "object"})
+    keys = st.sampled_from(["a", "b", "c:d", ":"])
+    texts = st.text(
+        alphabet=st.sampled_from(list('ab:"\\x\n\u00a7')), max_size=8
+    )  # \u00a7: a ":" spelt \u003a
+    pairs = st.lists(st.tuples(keys, texts), min_size=1, max_size=4)
+
+    @settings(max_examples=300, deadline=None)
+    @given(pairs=pairs)
+    def check(pairs: list[tuple[str, str]]) -> None:
+        body = ", ".join(f"{_json.dumps(k)}: {_json.dumps(v)}" for k, v in pairs)
+        raw = "{" + body.replace("\\u00a7", "\\u003a") + "}"
+        try:
+            decoded = _json.loads(raw, object_pairs_hook=lambda items: items)
+        except ValueError:
+            return
+        has_duplicate = len({k for k, _ in decoded}) < len(decoded)
+        if has_duplicate:
+            with pytest.raises(ToolArgumentError, match="duplicate key"):
+                processor(raw)
+        else:
+            assert processor(raw) == dict(decoded)
+
+    check()

@@ -3,11 +3,12 @@
 The script runs in a child Python (``-I`` isolated mode, see ``_code_sandbox``) in the session's environment
 (``hermes_core.environments``; locally the sandbox): the workspace is all it can write besides the session's
 ``/tmp``, the host's secrets and processes are out of reach, its environment is scrubbed, and memory, CPU
-time, file size, processes, a wall-clock timeout and stdout/stderr caps apply to its whole process tree. It
-reaches the tools through a generated ``hermes_tools`` module over an inherited socket pair (``_code_bridge``);
-every
-such call goes through the caller's pipeline (validation, hooks, guards, approvals), limited to the tools
-enabled for the model in this conversation, minus ``execute_code`` and ``clarify``.
+time, file size, processes, a wall-clock timeout and stdout/stderr caps apply to its whole process tree. With
+the local kind and bwrap, a session's scripts are forks of one warm interpreter inside the walls
+(``_code_warm``); otherwise each gets a Python of its own. It reaches the tools through a generated
+``hermes_tools`` module over an inherited socket pair (``_code_bridge``); every such call goes through the
+caller's pipeline (validation, hooks, guards, approvals), limited to the tools enabled for the model in this
+conversation, minus ``execute_code`` and ``clarify``.
 
 Security choice: a script can do what a shell can (``os.system``, ``subprocess``), and Python cannot be
 put through the command guard. So ``execute_code`` is never more powerful than ``terminal``: it runs only
@@ -144,7 +145,7 @@ def _private_dir(environment: Environment) -> str:
     import secrets
 
     directory = f"{environment.temp_dir.rstrip('/')}/hermes-code-{secrets.token_hex(6)}"
-    environment.write(f"{directory}/.keep", b"", mode=0o600)
+    environment.write_text(f"{directory}/.keep", "", mode=0o600, sync=False)  # scratch: no wait for the disk
     return directory
 
 
@@ -198,9 +199,13 @@ def _write_files(environment: Environment, directory: str, code: str, bridge: To
     for name in bridge.allowed:
         entry = host.tool(name)
         descriptions[name] = entry.description if entry is not None else ""
-    module = module_source(bridge.child_fd, bridge.token, descriptions).encode("utf-8")
-    environment.write(f"{directory}/{MODULE_NAME}.py", module, mode=0o600)
-    environment.write(f"{directory}/{SCRIPT_NAME}", code.encode("utf-8", "surrogatepass"), mode=0o600)
+    module = module_source(bridge.child_fd, bridge.token, descriptions)
+    # scratch files of one run, removed after it: written atomically, without waiting for the disk
+    environment.write_text(f"{directory}/{MODULE_NAME}.py", module, mode=0o600, sync=False)
+    raw = code.encode("utf-8", "surrogatepass").decode(
+        "latin-1"
+    )  # its bytes as they are, lone surrogates too
+    environment.write_text(f"{directory}/{SCRIPT_NAME}", raw, mode=0o600, sync=False, encoding="latin-1")
 
 
 def _clean_up(environment: Environment, directory: str) -> None:
@@ -221,6 +226,7 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
 
     from ._code_bridge import ToolBridge
     from ._code_sandbox import ScriptLimits, run_script
+    from ._code_warm import warm_runner
 
     host = context.host
     if host is None:
@@ -272,15 +278,13 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
             file_mb=settings["max_file_mb"],
         )
         bridge.start()
-        try:
-            run = run_script(
-                environment,
-                directory,
-                limits=limits,
-                stdout_cap=settings["max_stdout_chars"],
-                stderr_cap=settings["max_stderr_chars"],
-                pass_fds=[bridge.child_fd],
+        caps = {"stdout_cap": settings["max_stdout_chars"], "stderr_cap": settings["max_stderr_chars"]}
+        try:  # the session's warm interpreter, else a sandbox and a Python of its own (see _code_warm)
+            run = warm_runner(context).run(
+                environment, directory, limits=limits, bridge_fd=bridge.child_fd, **caps
             )
+            if run is None:
+                run = run_script(environment, directory, limits=limits, pass_fds=[bridge.child_fd], **caps)
         except OSError as exc:
             raise ToolError(f"could not start Python: {exc.strerror or exc}") from None
         finally:

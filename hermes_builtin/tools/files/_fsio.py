@@ -114,11 +114,14 @@ def detect(path: Path) -> Detected:
         return detect_stream(fh, os.fstat(fh.fileno()).st_size, path)
 
 
-def detect_stream(fh: BinaryIO, size: int, path: PurePath) -> Detected:
+def detect_stream(
+    fh: BinaryIO, size: int, path: PurePath, *, check_bytes: int = FULL_CHECK_BYTES
+) -> Detected:
     """Decide the encoding of an open file of ``size`` bytes: BOMs, then strict UTF-8, then latin-1 for
     text-like bytes. NUL bytes or undecodable, control-heavy content mean binary (``encoding`` None).
 
-    Reads from the current position; the caller seeks back before reading the text.
+    Reads from the current position, at most ``check_bytes`` (at least the first 64 KiB); the caller seeks
+    back before reading the text.
     """
     head = fh.read(SNIFF_BYTES)
     for bom, enc in _BOMS:
@@ -131,7 +134,7 @@ def detect_stream(fh: BinaryIO, size: int, path: PurePath) -> Detected:
     try:
         decoder.decode(head, final=size <= len(head))
         if size > len(head):
-            budget = FULL_CHECK_BYTES - len(head)
+            budget = check_bytes - len(head)
             while budget > 0:
                 chunk = fh.read(min(1024 * 1024, budget))
                 if not chunk:

@@ -1,4 +1,5 @@
-"""Content and file-name search for ``search_files``: ripgrep when installed, pure Python otherwise.
+"""Content search for ``search_files`` (and the engines and filters of its file listings, ``_listing``): ripgrep
+when installed, pure Python otherwise.
 
 Both engines follow the same rules, so they give the same results: .gitignore files (with those of
 parent directories) are honoured, ``.git`` is skipped, hidden files are included, symbolic links are not
@@ -39,7 +40,6 @@ __all__ = [
     "Match",
     "SearchError",
     "find_content",
-    "find_files",
     "rg_available",
 ]
 
@@ -118,34 +118,47 @@ class _Filter:
 
 
 def walk(root: str, deadline: _Deadline | None = None) -> Iterator[str]:
-    """Every non-ignored regular file below ``root`` (absolute paths), the fallback engine's walk."""
+    """Every non-ignored regular file below ``root`` (absolute paths), the fallback engine's walk, in ripgrep's
+    own order (``rg --files --sort path``: each directory's entries by name, byte for byte, depth first)."""
     if os.path.isfile(root):
         yield root
         return
-    stack: list[tuple[str, IgnoreStack]] = [(root, IgnoreStack.for_root(root).enter(root))]
+    # depth first: a stack of iterators over each open directory's sorted entries
+    stack = [(_sorted_entries(root), IgnoreStack.for_root(root).enter(root))]
+    seen = 0
     while stack:
-        if deadline is not None:
+        entries, rules = stack[-1]
+        entry = next(entries, None)
+        if entry is None:
+            stack.pop()
+            continue
+        seen += 1
+        if deadline is not None and seen % 256 == 0:
             deadline.left()
-        directory, rules = stack.pop()
+        if entry.name == ".git":
+            continue
         try:
-            entries = list(os.scandir(directory))
+            if entry.is_symlink():
+                continue
+            is_dir = entry.is_dir(follow_symlinks=False)
         except OSError:
             continue
-        for entry in entries:
-            if entry.name == ".git":
-                continue
-            try:
-                if entry.is_symlink():
-                    continue
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            if rules.ignored(entry.path, is_dir):
-                continue
-            if is_dir:
-                stack.append((entry.path, rules.enter(entry.path)))
-            elif entry.is_file(follow_symlinks=False):
-                yield entry.path
+        if rules.ignored(entry.path, is_dir):
+            continue
+        if is_dir:
+            stack.append((_sorted_entries(entry.path), rules.enter(entry.path)))
+        elif entry.is_file(follow_symlinks=False):
+            yield entry.path
+
+
+def _sorted_entries(directory: str) -> Iterator[os.DirEntry[str]]:
+    try:
+        with os.scandir(directory) as found:
+            entries = list(found)
+    except OSError:
+        return iter(())
+    entries.sort(key=lambda e: os.fsencode(e.name))
+    return iter(entries)
 
 
 def _check_pattern(pattern: str) -> None:
@@ -342,43 +355,3 @@ def _name_filter(pattern: str, root: str, case_sensitive: bool) -> _Filter:
     if not any(ch in pattern for ch in "*?["):
         pattern = f"*{pattern}*"
     return _Filter(pattern, root, ignore_case=not case_sensitive)
-
-
-def find_files(
-    root: str,
-    pattern: str,
-    *,
-    case_sensitive: bool = True,
-    file_glob: str | None = None,
-    engine: str = "auto",
-    allowed: Allowed = _allow_all,
-    timeout: float = DEFAULT_TIMEOUT,
-) -> tuple[list[Match], str]:
-    """Files below ``root`` whose name (or path, for globs with ``/``) matches ``pattern`` and that
-    ``allowed`` accepts, sorted. Raises ``SearchError`` for a bad glob or when ``timeout`` passes."""
-    deadline = _Deadline(timeout)
-    keep = _name_filter(pattern, root, case_sensitive)
-    extra = _Filter(file_glob, root)
-    rg = rg_available() if engine in ("auto", "rg") else None
-    records: Generator[bytes, None, None] | None = None
-    if rg is not None:
-        records = _run_rg([*_rg_base(rg), "--files", "--null", "--", root], deadline, b"\x00")
-        listing: Iterator[str] = (os.fsdecode(p) for p in records)
-        used = "rg"
-    else:
-        listing = walk(root, deadline)
-        used = "python"
-    found = []
-    try:
-        for path in listing:
-            if keep(path) and extra(path) and allowed(path):
-                found.append(Match(path))
-                if len(found) % 256 == 0:
-                    deadline.left()
-    finally:
-        for gen in (listing, records):
-            close = getattr(gen, "close", None)
-            if close is not None:
-                close()
-    found.sort()
-    return found[:MAX_COLLECT], used

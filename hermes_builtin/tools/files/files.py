@@ -6,13 +6,12 @@ relative paths are relative to the workspace. The environment resolves it and op
 without following any symbolic link (``_where``), so neither a link nor ``..`` nor an absolute path reaches
 outside the workspace, ``/tmp`` and the granted folders, even with the guard off, and a path swapped for a link
 after the check fails instead of reaching elsewhere. Writes are atomic (temporary file in the same directory,
-fsync, rename), so a failed or concurrent write never leaves a half-written file.
+fsync for files up to ``[plugins.file] fsync_mb``, rename), so a failed or concurrent write never leaves a
+half-written file. Big files are read a page at a time (``_paging``) and listed a page at a time (``_listing``).
 """
 
 from __future__ import annotations
 
-import io
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -27,7 +26,9 @@ DEFAULT_LIMIT = 500
 MAX_LIMIT = 2000
 MAX_LINE_CHARS = 2000
 MAX_PAGE_CHARS = 100_000
-HUGE_FILE_BYTES = 256 * 1024 * 1024
+MAX_WRITE_CHARS = (
+    32 * 1024 * 1024
+)  # write_file's arguments, in characters (32 MB of plain text; JSON escapes count)
 FORCE = "Overwrite even if the file changed on disk since this session last saw it (default false)."
 
 READ_SCHEMA: dict[str, Any] = {
@@ -194,15 +195,6 @@ def _write_failure(exc: OSError, shown: str) -> ToolError:
     return ToolError(f"could not write {shown}: {exc.strerror or exc}; the file was left unchanged")
 
 
-def _human(size: int) -> str:
-    value = float(size)
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{int(value)} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} bytes"
-
-
 def _missing(where: Where) -> ToolError:
     import difflib
 
@@ -211,22 +203,6 @@ def _missing(where: Where) -> ToolError:
     if close:
         hint = " Did you mean: " + ", ".join(close) + "?"
     return ToolError(f"file not found: {where.shown}.{hint}")
-
-
-def _bounded_lines(fh: Any, chunk: int = 1 << 20) -> Any:
-    """Yield ``(line, length)``, holding at most ``chunk`` characters of a very long line in memory."""
-    while True:
-        line = fh.readline(chunk)
-        if not line:
-            return
-        length = len(line.rstrip("\n"))
-        if not line.endswith("\n"):
-            while True:
-                more = fh.readline(chunk)
-                length += len(more.rstrip("\n"))
-                if not more or more.endswith("\n"):
-                    break
-        yield line, length
 
 
 def read_file(path: str, offset: int = 1, limit: int = DEFAULT_LIMIT, *, context: CallContext) -> str:
@@ -249,49 +225,14 @@ def read_file(path: str, offset: int = 1, limit: int = DEFAULT_LIMIT, *, context
 
 
 def _read_page(raw: BinaryIO, target: Path, shown: str, offset: int, limit: int) -> str:
-    from ._fsio import detect_stream
+    from ._paging import PastTheEnd, read_page
 
-    size = os.fstat(raw.fileno()).st_size
-    if size == 0:
-        return f"({shown} is empty)"
     try:
-        found = detect_stream(raw, size, target)
-        raw.seek(0)
+        return read_page(raw, target, shown, offset, limit)
+    except PastTheEnd as end:
+        raise ToolError(f"offset {offset} is past the end of {shown} ({end.total} lines)") from None
     except OSError as exc:
         raise ToolError(f"cannot read {shown}: {exc.strerror or exc}") from None
-    if found.encoding is None:
-        return f"{shown} is a binary file ({found.kind}, {_human(size)}); it cannot be shown as text."
-    page: list[str] = []
-    chars = 0
-    total = 0
-    stopped_early = False
-    with io.TextIOWrapper(raw, encoding=found.encoding, errors="replace", newline=None) as fh:
-        for total, (line, length) in enumerate(_bounded_lines(fh), 1):
-            if offset <= total < offset + limit and not stopped_early:
-                text = line.rstrip("\n")
-                if length > MAX_LINE_CHARS:
-                    text = text[:MAX_LINE_CHARS] + f" ...[line truncated, {length} characters]"
-                entry = f"{total:6d}|{text}"
-                if chars + len(entry) > MAX_PAGE_CHARS and page:
-                    stopped_early = True
-                else:
-                    page.append(entry)
-                    chars += len(entry) + 1
-            elif total >= offset + limit and size > HUGE_FILE_BYTES:
-                total = -1
-                break
-    if total != -1 and offset > total:
-        raise ToolError(f"offset {offset} is past the end of {shown} ({total} lines)")
-    last = offset + len(page) - 1
-    footer = f"[{shown}: lines {offset}-{last}"
-    footer += f" of {total}" if total != -1 else f"; file is {_human(size)}, total lines not counted"
-    if total == -1 or last < total:
-        footer += f"; next page: offset={last + 1}"
-    footer += "]"
-    notes = [footer]
-    if found.note:
-        notes.append(f"[{found.note}]")
-    return "\n".join(page + notes)
 
 
 def write_file(path: str, content: str, force: bool = False, *, context: CallContext) -> str:
@@ -301,23 +242,42 @@ def write_file(path: str, content: str, force: bool = False, *, context: CallCon
 
     where = _guarded(context, path, "write")
     shown = where.shown
-    try:
-        data = content.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ToolError("content contains invalid Unicode (lone surrogates); nothing was written") from None
     seen = where.host
     if seen is not None:
         _stale.check_fresh(context, seen, shown, force, "written")
     warning = format_gate(_config(context), where.pure, shown, content)
-    try:
-        existed = where.env.write(where.path, data)  # into the checked directory, beneath a root, or nowhere
+    sync = len(content) <= _fsync_limit(
+        context
+    )  # a big file is renamed into place without waiting for the disk
+    try:  # streamed into the checked directory, beneath a root, or nowhere
+        existed = where.env.write_text(where.path, content, sync=sync)
+    except UnicodeEncodeError:
+        raise ToolError("content contains invalid Unicode (lone surrogates); nothing was written") from None
     except OSError as exc:
         raise _write_failure(exc, shown) from None
     if seen is not None:
-        _stale.remember(context, seen, data)
+        small = len(content) <= _stale.DIGEST_LIMIT
+        _stale.remember(context, seen, content.encode("utf-8") if small else None)
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     verb = "replaced" if existed else "created"
-    return f"{verb} {shown}: {len(data)} bytes, {lines} lines{warning}"
+    return f"{verb} {shown}: {_utf8_size(content)} bytes, {lines} lines{warning}"
+
+
+def _fsync_limit(context: CallContext) -> float:
+    """Files up to ``[plugins.file] fsync_mb`` megabytes (default 1) are synced to disk before they replace the
+    old one; bigger ones are still written atomically, without waiting for the disk (seconds for a big file)."""
+    value = _config(context).get("fsync_mb", 1)
+    if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+        raise ToolError("[plugins.file] fsync_mb must be a number of megabytes (0: never sync)")
+    return float(value) * 1_000_000
+
+
+def _utf8_size(text: str) -> int:
+    """The size of ``text`` in UTF-8, without a whole encoded copy (ASCII: its length)."""
+    if text.isascii():
+        return len(text)
+    step = 1 << 20
+    return sum(len(text[i : i + step].encode("utf-8", "surrogatepass")) for i in range(0, len(text), step))
 
 
 def _load_text(where: Where) -> tuple[str, str]:
@@ -507,7 +467,7 @@ def search_files(
     the same reason), are never searched by the Python engine and never reported by either engine, and the
     answer does not say they exist: a search must not become an oracle on a file ``read_file`` would guard.
     """
-    from ._search import DEFAULT_TIMEOUT, MAX_COLLECT, SearchError, find_content, find_files
+    from ._search import DEFAULT_TIMEOUT, MAX_COLLECT, SearchError, find_content
 
     if not pattern:
         raise ToolError("pattern is empty")
@@ -537,11 +497,10 @@ def search_files(
     }
     try:
         if target == "files":
-            found, _ = find_files(str(root), pattern, **options)
-        elif target == "content":
-            found, _ = find_content(str(root), pattern, **options)
-        else:
+            return _listing_page(where, to_env, str(root), pattern, offset, limit, options)
+        if target != "content":
             raise ToolError(f"unknown target {target!r}; use 'content' or 'files'")
+        found, _ = find_content(str(root), pattern, **options)
     except SearchError as exc:
         raise ToolError(str(exc)) from None
     total = len(found)
@@ -561,6 +520,23 @@ def search_files(
         footer += f"; next page: offset={offset + len(page)}"
     footer += "]"
     return "\n".join([*lines, footer])
+
+
+def _listing_page(
+    where: Where, to_env: Any, root: str, pattern: str, offset: int, limit: int, options: Any
+) -> str:
+    """One page of a file listing (``_listing``): the walk stops once the page is full."""
+    from ._listing import list_files
+
+    page = list_files(root, pattern, offset=offset, limit=limit, **options)
+    if not page.paths:
+        if page.total is not None and offset and offset >= page.total:
+            raise ToolError(f"offset {offset} is past the last result ({page.total} files)")
+        return f"no files for {pattern!r} in {where.shown}"
+    last = offset + len(page.paths)
+    footer = f"[files {offset + 1}-{last}"
+    footer += f" of {page.total}]" if page.total is not None else f"; more follow, next page: offset={last}]"
+    return "\n".join([*(_shown_found(where, to_env, p) for p in page.paths), footer])
 
 
 def _search_timeout(value: Any, default: float) -> float:
@@ -592,16 +568,18 @@ def _shown_found(where: Where, to_env: Any, found: str) -> str:
 def _search_visible(context: CallContext, where: Where, to_env: Any) -> Any:
     """A predicate: may a search look at this file? Nothing the environment hides, and its own read is allowed,
     or needs exactly the approval the search root already got (searching an approved folder outside the
-    workspace shows its files, not the keys or .env files inside it). Verdicts are cached for the one search."""
-    from hermes_core.security import check_path
+    workspace shows its files, not the keys or .env files inside it). One ``PathJudge`` judges the whole search
+    (``check_path``'s verdicts, the protected places computed and each directory resolved once)."""
+    from hermes_core.security import PathJudge
 
     hidden = [h.rstrip("/") for h in where.env.hidden_within(where.path)]
 
     def reason(verdict: Any) -> str:
         return str(verdict.reason).rpartition(": ")[2]
 
+    judge = PathJudge("read", context.workspace)
     try:
-        root_verdict = check_path(where.path, "read", context.workspace)
+        root_verdict = judge.check(where.path)
     except ValueError:
         return lambda path: False
     approved_reason = reason(root_verdict) if root_verdict.decision == "ask" else None
@@ -616,7 +594,7 @@ def _search_visible(context: CallContext, where: Where, to_env: Any) -> Any:
             seen[found] = False
             return False
         try:
-            verdict = check_path(path, "read", context.workspace)
+            verdict = judge.check(path)
         except ValueError:
             ok = False
         else:
@@ -666,6 +644,7 @@ def register(registry: ToolRegistry) -> None:
         check_fn=_check,
         emoji="✍️",
         max_result_size_chars=4000,
+        max_argument_chars=MAX_WRITE_CHARS,  # files of many megabytes ([limits.tools.write_file] to change)
     )
     registry.register(
         name="patch",

@@ -15,27 +15,19 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
-import shutil
 import threading
 from collections import deque
-from collections.abc import Coroutine, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from hermes_core import ToolError
 
 from ._browser_proxy import GuardedProxy
-from ._web_settings import SettingsError, _int, _number, policy_from
-
-if TYPE_CHECKING:
-    from hermes_core.security import NetworkPolicy
+from ._browser_settings import BrowserSettings
 
 log = logging.getLogger("hermes.browser")
 T = TypeVar("T")
 
-SECTION = "browser"
-MIN_PLAYWRIGHT = (1, 65)
-CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 # Headless, as root in a container (no sandbox, no GPU), and nothing that phones home on its own: the machine
 # may have no network, and background traffic would only wait on the proxy.
 CHROMIUM_ARGS = (
@@ -58,76 +50,6 @@ CHROMIUM_ARGS = (
     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 )
 CONSOLE_KEEP = 200
-
-
-@dataclass(frozen=True)
-class BrowserSettings:
-    """``[plugins.browser]``; ``allow_networks``/``resolve`` fall back to ``[plugins.web]``'s."""
-
-    executable: str
-    width: int = 1280
-    height: int = 800
-    navigation_timeout: float = 30.0
-    action_timeout: float = 10.0
-    snapshot_chars: int = 12_000
-    extra_args: tuple[str, ...] = ()
-    policy: NetworkPolicy | None = None
-
-    @classmethod
-    def from_config(cls, section: Mapping[str, Any], web: Mapping[str, Any]) -> BrowserSettings:
-        if section.get("enabled", True) is False:
-            raise SettingsError(f"disabled by [plugins.{SECTION}] enabled = false")
-        executable = find_executable(section.get("executable"))
-        args = section.get("args", [])
-        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-            raise SettingsError(f"[plugins.{SECTION}] args must be a list of strings")
-        own_policy = "allow_networks" in section or "resolve" in section
-        return cls(
-            executable=executable,
-            width=_int(section, SECTION, "width", 1280, 200),
-            height=_int(section, SECTION, "height", 800, 200),
-            navigation_timeout=_number(section, SECTION, "navigation_timeout", 30.0),
-            action_timeout=_number(section, SECTION, "action_timeout", 10.0),
-            snapshot_chars=_int(section, SECTION, "snapshot_chars", 12_000, 1000),
-            extra_args=tuple(args),
-            policy=policy_from(section, SECTION) if own_policy else policy_from(web, "web"),
-        )
-
-
-def find_executable(configured: Any) -> str:
-    """The Chromium to drive: the configured path, else the first known name on the PATH."""
-    if configured is not None:
-        if not isinstance(configured, str) or not configured.strip():
-            raise SettingsError(f"[plugins.{SECTION}] executable must be a path")
-        path = shutil.which(configured.strip())
-        if path is None:
-            raise SettingsError(f"[plugins.{SECTION}] executable {configured!r} is not an executable file")
-        return path
-    for name in CANDIDATES:
-        path = shutil.which(name)
-        if path:
-            return path
-    raise SettingsError(
-        "no Chromium found on the PATH: install the chromium package, or set [plugins.browser] executable"
-    )
-
-
-def playwright_problem() -> str | None:
-    """Why Playwright cannot be used (None when a recent enough version is installed), without importing it."""
-    import importlib.metadata
-    import importlib.util
-
-    if importlib.util.find_spec("playwright") is None:
-        return "Playwright is not installed (pip install 'hermes-tools[browser]')"
-    try:
-        version = importlib.metadata.version("playwright")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    numbers = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
-    if numbers < MIN_PLAYWRIGHT:
-        need = ".".join(map(str, MIN_PLAYWRIGHT))
-        return f"Playwright {version} is too old; hermes-tools needs >= {need} (pip install -U playwright)"
-    return None
 
 
 def first_line(err: BaseException) -> str:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
 
 if TYPE_CHECKING:
-    from ._browser_engine import BrowserEngine, BrowserSession, BrowserSettings
+    from ._browser_engine import BrowserEngine, BrowserSession
+    from ._browser_settings import BrowserSettings
 
 TOOLSET = "browser"
 REF = {"type": "string", "description": "Element ref from the latest snapshot, e.g. e12."}
@@ -102,14 +103,15 @@ SCHEMAS: dict[str, Any] = {
 
 
 def _settings(source: Any) -> BrowserSettings:
-    from ._browser_engine import BrowserSettings
+    from ._browser_settings import BrowserSettings
 
     return BrowserSettings.from_config(source.plugin_config(TOOLSET), source.plugin_config("web"))
 
 
 async def _session(context: CallContext) -> tuple[BrowserEngine, BrowserSession]:
     """The engine of this system (started on first use) and the context of this call's session."""
-    from ._browser_engine import BrowserEngine, BrowserSession, playwright_problem
+    from ._browser_engine import BrowserEngine, BrowserSession
+    from ._browser_settings import playwright_problem
     from ._web_settings import SettingsError
 
     problem = playwright_problem()
@@ -232,7 +234,7 @@ EMOJI = {"browser_navigate": "🌐", "browser_vision": "📸", "browser_console"
 
 def browser_available(system: Any) -> tuple[bool, str] | Unavailable:
     """Shown when Playwright (new enough) and a Chromium are installed and ``[plugins.browser]`` is valid."""
-    from ._browser_engine import playwright_problem
+    from ._browser_settings import playwright_problem
     from ._web_settings import SettingsError
 
     problem = playwright_problem()
