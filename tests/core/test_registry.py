@@ -211,6 +211,8 @@ def test_argument_and_result_caps_must_be_positive_ints() -> None:
         name="t", toolset="ts", schema=schema("t"), handler=print, max_argument_chars=5_000_000
     )
     assert entry.max_argument_chars == 5_000_000 and len(reg) == 1
+
+
 def test_register_takes_the_entry_fields_and_nothing_else() -> None:
     """The fields are declared once, on ``ToolEntry``: register, the proxy and the entry all follow them."""
     from dataclasses import fields
