@@ -257,7 +257,7 @@ class ContainerEnvironment(Environment):
         network = self.settings.network
         if network != "proxy":
             return ["--network", network], {}, ""
-        from ..sandbox import PROXY_PORT, Sandbox, proxy_env, settings_from_config
+        from ..sandbox import Sandbox, proxy_env, settings_from_config
 
         approve = self.spec.approve
         self._sandbox = Sandbox(
@@ -272,7 +272,7 @@ class ContainerEnvironment(Environment):
         if namespace is None:
             raise EnvironmentUnavailable("the sandbox could not make a network namespace for the proxy")
         path = f"/proc/{os.getpid()}/fd/{namespace.netns_fd}"
-        return ["--network", f"ns:{path}"], proxy_env(PROXY_PORT), f"{path}@{_nonce}"
+        return ["--network", f"ns:{path}"], proxy_env(namespace.port), f"{path}@{_nonce}"
 
     def _make_box(self) -> _Box:
         settings = self.settings
@@ -710,11 +710,13 @@ class ContainerEnvironment(Environment):
 
 def _container_name(settings: ContainerSettings, workspace: str, session_id: str) -> str:
     """Kept containers get a name from what they serve (found again next time); others one of their own."""
-    parts = [workspace]
+    parts = [workspace, settings.digest(workspace)]
     if settings.scope == "session":
         parts.append(session_id)
     if not settings.persist:
         parts.append(f"{os.getpid()}-{_nonce}")
+        if settings.scope == "session":
+            parts.append(os.urandom(8).hex())  # two systems of this process may share a session id
     digest = hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return f"hermes-{settings.scope}-{digest}"
 

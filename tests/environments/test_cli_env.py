@@ -46,7 +46,7 @@ def test_env_status_and_the_doctor_say_why_it_cannot_start(home: Path) -> None:
     shown = run("env", "status")
     assert shown.exit_code == 1
     assert "environment: ssh (cannot start)" in shown.output
-    assert "not part of this version" in shown.output and "file tools: hidden too" in shown.output
+    assert "host is required" in shown.output and "file tools: hidden too" in shown.output
     report = json.loads(run("plugins", "doctor", "--json").output)
     found = [p for p in report["problems"] if p["check"] == "environment"]
     assert (

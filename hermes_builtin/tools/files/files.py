@@ -518,11 +518,9 @@ def search_files(
         raise _open_failure(exc, where, "read") from None
     if not found_root:
         raise _missing(where)
-    root = where.env.local_path(where.path)  # the engines search this host's disk
-    if root is None:
-        raise ToolError(f"search_files cannot search {where.shown} in the {where.env.kind} environment")
+    root = where.env.local_path(where.path)  # the engines search this host's disk, or run where the files are
     shown_root = where.shown
-    to_env = _env_paths(where, root)
+    to_env = _env_paths(where, root) if root is not None else str
     limit = max(1, min(int(limit), 500))
     offset = max(0, int(offset))
     config = _config(context)
@@ -536,7 +534,19 @@ def search_files(
         "timeout": timeout,
     }
     try:
-        if target == "files":
+        if root is None:
+            from ._remote_search import remote_search
+
+            found = remote_search(
+                where,
+                pattern,
+                target,
+                case_sensitive=case_sensitive,
+                file_glob=file_glob,
+                allowed=options["allowed"],
+                timeout=timeout,
+            )
+        elif target == "files":
             found, _ = find_files(str(root), pattern, **options)
         elif target == "content":
             found, _ = find_content(str(root), pattern, **options)
@@ -600,8 +610,9 @@ def _search_visible(context: CallContext, where: Where, to_env: Any) -> Any:
     def reason(verdict: Any) -> str:
         return str(verdict.reason).rpartition(": ")[2]
 
+    view = where.env.host_view  # the guard judges an environment path where the host sees it
     try:
-        root_verdict = check_path(where.path, "read", context.workspace)
+        root_verdict = check_path(view(where.path), "read", context.workspace)
     except ValueError:
         return lambda path: False
     approved_reason = reason(root_verdict) if root_verdict.decision == "ask" else None
@@ -616,7 +627,7 @@ def _search_visible(context: CallContext, where: Where, to_env: Any) -> Any:
             seen[found] = False
             return False
         try:
-            verdict = check_path(path, "read", context.workspace)
+            verdict = check_path(view(path), "read", context.workspace)
         except ValueError:
             ok = False
         else:
