@@ -16,6 +16,7 @@ Files written for a container user other than root are handed to that user.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import os
@@ -98,6 +99,19 @@ class _Box:
 _boxes: dict[str, _Box] = {}
 _boxes_lock = threading.Lock()
 _nonce = os.urandom(8).hex()
+
+
+@atexit.register
+def _remove_left_boxes() -> None:
+    """Containers of sessions nobody closed (the process is ending) go with it, unless kept on purpose."""
+    with _boxes_lock:
+        left = [box for box in _boxes.values() if not box.persist and not box.removed]
+        _boxes.clear()
+    for box in left:
+        argv = [box.engine, "rm", "-f", *(["-t", "0"] if box.flavour == "podman" else []), box.name]
+        with contextlib.suppress(Exception):
+            subprocess.run(argv, capture_output=True, timeout=60, stdin=subprocess.DEVNULL, check=False)
+        shutil.rmtree(box.io.parent, ignore_errors=True)
 
 
 class ContainerEnvironment(Environment):
@@ -710,11 +724,11 @@ class ContainerEnvironment(Environment):
 
 def _container_name(settings: ContainerSettings, workspace: str, session_id: str) -> str:
     """Kept containers get a name from what they serve (found again next time); others one of their own."""
-    parts = [workspace, settings.digest(workspace)]
+    parts = [workspace]
     if settings.scope == "session":
         parts.append(session_id)
-    if not settings.persist:
-        parts.append(f"{os.getpid()}-{_nonce}")
+    if not settings.persist:  # (a kept one keeps its name when its settings change: it is replaced)
+        parts += [settings.digest(workspace), f"{os.getpid()}-{_nonce}"]
         if settings.scope == "session":
             parts.append(os.urandom(8).hex())  # two systems of this process may share a session id
     digest = hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:16]

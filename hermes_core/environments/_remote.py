@@ -8,9 +8,10 @@ starts (``podman exec``/``docker exec`` and sshd both start each command in a se
    (killing the local client leaves the remote command running);
 2. it applies the call's limits with ``ulimit`` (data size, CPU time, file size) and merges stderr into stdout
    unless the output is wanted apart;
-3. a shell command runs through ``SHELL_WRAPPER`` (``hermes_core.environments._shell``) with the session's
-   restore script read from a file, or from stdin up to a NUL byte (then the rest of stdin is the command's);
-   an argv runs as it is, in its working directory;
+3. a shell command runs through ``SHELL_WRAPPER`` (``hermes_core.environments._shell``), in a subshell of the
+   launcher (a fork, no second bash to start), with the session's restore script read from a file, or from
+   stdin up to a NUL byte (then the rest of stdin is the command's); an argv runs as it is, in its working
+   directory;
 4. when the command exits, the launcher ends whatever it left running in its session (``kill -9``, counted)
    and writes ``HERMES-END <status> <leftovers>`` on the control channel.
 
@@ -42,65 +43,70 @@ __all__ = [
     "run_id",
 ]
 
-# The session of pid $$ (the launcher): a process is in it when field 6 of /proc/N/stat says so.
+# The processes of a session: field 6 of /proc/N/stat. Only the user's own processes are read (a session's are).
 _SESSION_SCAN = r"""
-__h_scan() {  # $1: session id, $2: signal (0: count only); prints how many processes it reached
-  local __h_p __h_s __h_sig=$2 __h_sid=$1 __h_n=0
-  for __h_p in /proc/[0-9]*; do
-    __h_p=${__h_p#/proc/}
-    [ "$__h_p" = "$$" ] || [ "$__h_p" = "$BASHPID" ] && continue
-    { read -r __h_s < "/proc/$__h_p/stat"; } 2>/dev/null || continue
-    __h_s=${__h_s##*) }
-    set -f; set -- $__h_s; set +f
-    [ "${4-}" = "$__h_sid" ] || continue
-    kill -"$__h_sig" "$__h_p" 2>/dev/null && __h_n=$((__h_n + 1))
+__hermes_scan() {  # $1: session id, $2: signal (0: count only); sets __hermes_n to how many it reached
+  local __hermes_sid=$1 __hermes_sig=$2 __hermes_p __hermes_s
+  __hermes_n=0
+  for __hermes_p in /proc/[0-9]*; do
+    [ -O "$__hermes_p" ] || continue
+    __hermes_p=${__hermes_p#/proc/}
+    [ "$__hermes_p" = "$$" ] && continue
+    { read -r __hermes_s < "/proc/$__hermes_p/stat"; } 2>/dev/null || continue
+    __hermes_s=${__hermes_s##*) }
+    set -f; set -- $__hermes_s; set +f
+    [ "${4-}" = "$__hermes_sid" ] || continue
+    kill -"$__hermes_sig" "$__hermes_p" 2>/dev/null && __hermes_n=$((__hermes_n + 1))
   done
-  printf '%s' "$__h_n"
 }
 """
 
+# The launcher's own variables are named __hermes_*: the session shell's dump leaves them out.
 LAUNCHER = (
-    r"""__h_mode=$1 __h_in=$2 __h_out=$3 __h_ctl=$4 __h_merge=$5 __h_cd=$6 __h_limits=$7 __h_wrapper=$8
+    r"""__hermes_lmode=$1 __hermes_lin=$2 __hermes_lout=$3 __hermes_lctl=$4 __hermes_lmerge=$5 __hermes_lcd=$6
+__hermes_lprelude=$7 __hermes_lwrapper=$8
 shift 8
-case $__h_ctl in
+case $__hermes_lctl in
 '') exec 8>/dev/null ;;
-*[!0-9]*) exec 8>>"$__h_ctl" ;;
-*) eval "exec 8>&$__h_ctl" ;;
+*[!0-9]*) exec 8>>"$__hermes_lctl" ;;
+*) eval "exec 8>&$__hermes_lctl" ;;
 esac
 printf 'HERMES-PID %s\n' "$$" >&8
-eval "$__h_limits"
-if [ "$__h_in" = stdin ]; then exec 3<&0; __h_in=3; fi
-if [ "$__h_merge" = 1 ]; then exec 2>&1; fi
-if [ "$__h_mode" = shell ]; then
-  bash --noprofile --norc -c "$__h_wrapper" hermes-shell "$1" "$__h_in" "$__h_out"
+eval "$__hermes_lprelude"
+if [ "$__hermes_lin" = stdin ]; then exec 3<&0; __hermes_lin=3; fi
+if [ "$__hermes_lmerge" = 1 ]; then exec 2>&1; fi
+if [ "$__hermes_lmode" = shell ]; then
+  (set -- "$1" "$__hermes_lin" "$__hermes_lout"; eval "$__hermes_lwrapper")
 else
-  [ "$__h_in" = 3 ] && exec 3<&-
-  if [ -n "$__h_cd" ]; then cd -- "$__h_cd" || exit 126; fi
+  [ "$__hermes_lin" = 3 ] && exec 3<&-
+  if [ -n "$__hermes_lcd" ]; then cd -- "$__hermes_lcd" || exit 126; fi
   "$@" 8>&-
 fi
-__h_rc=$?
+__hermes_lrc=$?
 """
     + _SESSION_SCAN
-    + r"""__h_left=$(__h_scan "$$" 9)
-printf 'HERMES-END %s %s\n' "$__h_rc" "$__h_left" >&8
-exit "$__h_rc"
+    + r"""__hermes_scan "$$" 9
+printf 'HERMES-END %s %s\n' "$__hermes_lrc" "$__hermes_n" >&8
+exit "$__hermes_lrc"
 """
 )
 
 KILL_SCRIPT = (
-    r"""__h_sid=$1 __h_grace=$2
-case $__h_sid in ''|*[!0-9]*|0|1) echo "not a session: $__h_sid" >&2; exit 2 ;; esac
+    r"""__hermes_ksid=$1 __hermes_kgrace=$2
+case $__hermes_ksid in ''|*[!0-9]*|0|1) echo "not a session: $__hermes_ksid" >&2; exit 2 ;; esac
 """
     + _SESSION_SCAN
-    + r"""[ "$(__h_scan "$__h_sid" 0)" = 0 ] && { echo gone; exit 0; }
-__h_scan "$__h_sid" TERM >/dev/null
-__h_t=0
-while [ "$__h_t" -lt "$__h_grace" ]; do
-  [ "$(__h_scan "$__h_sid" 0)" = 0 ] && { echo term; exit 0; }
+    + r"""__hermes_scan "$__hermes_ksid" 0
+[ "$__hermes_n" = 0 ] && { echo gone; exit 0; }
+__hermes_scan "$__hermes_ksid" TERM
+__hermes_kt=0
+while [ "$__hermes_kt" -lt "$__hermes_kgrace" ]; do
+  __hermes_scan "$__hermes_ksid" 0
+  [ "$__hermes_n" = 0 ] && { echo term; exit 0; }
   sleep 0.1 2>/dev/null || sleep 1
-  __h_t=$((__h_t + 1))
+  __hermes_kt=$((__hermes_kt + 1))
 done
-__h_scan "$__h_sid" KILL >/dev/null
+__hermes_scan "$__hermes_ksid" KILL
 echo kill
 """
 )

@@ -65,6 +65,7 @@ def test_the_container_is_removed_on_close_and_kept_with_persist(
         assert "kept" in _ok(again, "terminal", command="cat /tmp/mark")  # the same container, reused
         again.close()
         changed = make_remote(container_config(debian_image, persist=True, pids_limit=256))
+        assert _env(changed).container_name == name
         assert "No such file" in _ok(changed, "terminal", command="cat /tmp/mark 2>&1 || true")  # replaced
         changed.close()
     finally:
