@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -125,6 +126,8 @@ class LocalEnvironment(Environment):
         self._live: set[LocalProcess] = set()
         self._lock = threading.Lock()
         self._closed = False
+        # the private /tmp goes with the environment: closed, garbage-collected unclosed, or at exit
+        self._remove_tmp = weakref.finalize(self, shutil.rmtree, str(self.tmp), True)
 
     @classmethod
     def probe(cls, spec: EnvironmentSpec) -> EnvironmentStatus:
@@ -405,7 +408,7 @@ class LocalEnvironment(Environment):
         self.sandbox.close()
         if self._files is not None:
             self._files.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        self._remove_tmp()
 
 
 def _result(result: RunResult, notes: tuple[str, ...]) -> CommandResult:

@@ -131,17 +131,18 @@ class _SessionWalls:
     """A session's own sandbox and private ``/tmp`` when its environment is not the local one."""
 
     def __init__(self, system: Any, workspace: Any) -> None:
+        import shutil
         import tempfile
+        import weakref
         from pathlib import Path
 
         self.tmp = Path(tempfile.mkdtemp(prefix="hermes-session-"))
         self.sandbox = _make(system, workspace=workspace, tmp=self.tmp)
+        self._remove_tmp = weakref.finalize(self, shutil.rmtree, str(self.tmp), True)
 
     def close(self) -> None:
-        import shutil
-
         self.sandbox.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        self._remove_tmp()
 
 
 def _session_sandbox(context: Any) -> Sandbox:
