@@ -22,6 +22,7 @@ import hashlib
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import threading
 import time
@@ -473,11 +474,31 @@ class ContainerEnvironment(Environment):
                 os.fchown(handle.fileno(), box.uid, box.gid)
         return f"{IO_PATH}/{rid}.in", f"{IO_PATH}/{rid}.out"
 
-    def _check_fds(self, box: _Box, pass_fds: Sequence[int]) -> None:
-        if pass_fds and box.flavour != "podman":
-            raise EnvironmentUnavailable(
-                f"{box.flavour} exec cannot hand descriptors to a command (execute_code's tool bridge); use podman"
-            )
+    def _relay(
+        self, box: _Box, rid: str, command: str | Sequence[str], pass_fds: Sequence[int]
+    ) -> tuple[list[str], socket.socket, socket.socket]:
+        """Docker's ``exec`` cannot hand descriptors over: the command runs behind the relay instead, whose
+        connections come back through a socket in the private folder."""
+        if isinstance(command, str) or len(pass_fds) != 1:
+            raise EnvironmentUnavailable(f"{box.flavour} relays one passed descriptor, to an argv command")
+        from ._relay import RELAY, serve
+
+        path = box.io / f"{rid}.sock"
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        folder = os.open(box.io, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:  # bound through the folder's descriptor: a short name, whatever the folder's path
+            listener.bind(f"/proc/self/fd/{folder}/{path.name}")
+        except OSError:
+            listener.close()
+            raise
+        finally:
+            os.close(folder)
+        os.chmod(path, 0o666)  # the container's user connects; the folder above is private to hermes
+        listener.listen(16)
+        chan = socket.socket(fileno=os.dup(pass_fds[0]))
+        serve(listener, chan)
+        argv = [self.python, "-I", "-c", RELAY, f"{IO_PATH}/{rid}.sock", str(int(pass_fds[0])), *command]
+        return argv, listener, chan
 
     def run(
         self,
@@ -497,10 +518,13 @@ class ContainerEnvironment(Environment):
         from ..sandbox._capture import HeadTail, drain
 
         box = self._ensure()
-        self._check_fds(box, pass_fds)
         start_in = self._workdir(workdir)
         call_env = dict(env or {})
         rid = run_id()
+        relayed: tuple[socket.socket, socket.socket] | None = None
+        if pass_fds and box.flavour != "podman":
+            command, *sockets = self._relay(box, rid, command, pass_fds)
+            relayed, pass_fds = (sockets[0], sockets[1]), ()
         state_in, state_out = self._state_files(box, rid, command, start_in, call_env)
         inner = launch_argv(
             command,
@@ -543,7 +567,9 @@ class ContainerEnvironment(Environment):
             control = parse_control(_read(box.io / f"{rid}.ctl"))
             dump = _read(box.io / f"{rid}.out") if state_out else b""
         finally:
-            for name in (f"{rid}.in", f"{rid}.out", f"{rid}.ctl"):
+            for sock in relayed or ():
+                sock.close()
+            for name in (f"{rid}.in", f"{rid}.out", f"{rid}.ctl", f"{rid}.sock"):
                 with contextlib.suppress(OSError):
                     (box.io / name).unlink()
         if control.pid is None and not timed_out:

@@ -37,6 +37,7 @@ from ._base import (
     FileInfo,
     Process,
 )
+from ._relay import RELAY
 from ._remote import kill_argv, kill_note, launch_argv, parse_control, run_id
 from ._shell import DEFAULT_OPTIONS_COMMAND, ShellSession
 from ._ssh_files import SftpFiles
@@ -52,55 +53,6 @@ T = TypeVar("T")
 _SETUP = DEFAULT_OPTIONS_COMMAND + '; printf "%s\\n" "$HOME"; id -u; compgen -e'
 _loop: LoopBridge | None = None
 _loop_lock = threading.Lock()
-
-# The relay of a passed descriptor (execute_code's tool bridge): the command gets a datagram socket at the same
-# number; each descriptor it sends over it is joined to a new connection to the forwarded socket.
-_RELAY = r"""
-import os, socket, sys, threading
-path, number, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-os.dup2(theirs.fileno(), number)
-theirs.close()
-pid = os.fork()
-if pid == 0:
-    ours.close()
-    try:
-        os.execvp(argv[0], argv)
-    except OSError as exc:
-        print(f"{argv[0]}: {exc.strerror}", file=sys.stderr)
-        os._exit(127)
-os.close(number)
-def pump(src, dst):
-    try:
-        while True:
-            data = src.recv(65536)
-            if not data:
-                break
-            dst.sendall(data)
-        dst.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass
-def serve():
-    while True:
-        try:
-            _, fds, _, _ = socket.recv_fds(ours, 16, 4)
-        except OSError:
-            return
-        for fd in fds:
-            local = socket.socket(fileno=fd)
-            remote = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                remote.connect(path)
-            except OSError:
-                local.close()
-                continue
-            threading.Thread(target=pump, args=(local, remote), daemon=True).start()
-            threading.Thread(target=pump, args=(remote, local), daemon=True).start()
-threading.Thread(target=serve, daemon=True).start()
-_, status = os.waitpid(pid, 0)
-code = os.waitstatus_to_exitcode(status)
-os._exit(code if code >= 0 else 128 - code)
-"""
 
 
 def _bridge() -> LoopBridge:
@@ -386,7 +338,7 @@ class SshEnvironment(Environment):
                 if len(pass_fds) != 1:
                     raise EnvironmentUnavailable("the ssh kind relays one passed descriptor per command")
                 relay = f"{self._rdir}/{rid}.sock"
-                command = [self.python, "-I", "-c", _RELAY, relay, str(int(pass_fds[0])), *command]
+                command = [self.python, "-I", "-c", RELAY, relay, str(int(pass_fds[0])), *command]
         elif pass_fds:
             raise EnvironmentUnavailable("the ssh kind passes descriptors to argv commands only")
         inner = launch_argv(

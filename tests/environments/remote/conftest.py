@@ -122,6 +122,47 @@ def busybox_image(podman: str) -> str:
     return _build(podman, BUSYBOX_IMAGE, make)
 
 
+@pytest.fixture(scope="session")
+def docker(podman: str, debian_image: str) -> Iterator[str]:
+    """Debian's docker CLI against a dockerd of the test run (its own data and socket; no bridge, no iptables
+    rules: containers get no network but loopback), with the Debian image loaded from podman."""
+    binary, daemon_path = "/usr/bin/docker", shutil.which("dockerd") or "/usr/sbin/dockerd"
+    if not (os.path.exists(binary) and os.path.exists(daemon_path)):
+        _missing("docker.io (Debian's docker)")
+    folder = Path(tempfile.mkdtemp(prefix="hermes-dockerd-", dir="/var/tmp"))
+    socket_path = folder / "docker.sock"
+    argv = [daemon_path, "--data-root", str(folder / "data"), "--exec-root", str(folder / "exec")]
+    argv += ["--pidfile", str(folder / "dockerd.pid"), "-H", f"unix://{socket_path}", "--bridge=none"]
+    argv += ["--iptables=false", "--ip6tables=false", "--ip-masq=false"]
+    log = open(folder / "dockerd.log", "wb")  # noqa: SIM115 - closed after the daemon
+    daemon = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    os.environ["DOCKER_HOST"] = f"unix://{socket_path}"  # for hermes's docker CLI too
+    try:
+        deadline = time.monotonic() + 60
+        while _run([binary, "info"], timeout=30).returncode != 0:
+            assert daemon.poll() is None, (folder / "dockerd.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "dockerd did not start"
+            time.sleep(0.2)
+        saved = subprocess.Popen([podman, "save", debian_image], stdout=subprocess.PIPE)
+        loaded = subprocess.run([binary, "load", "-q"], stdin=saved.stdout, capture_output=True, timeout=600)
+        saved.wait(60)
+        assert loaded.returncode == 0, loaded.stderr[-2000:]
+        yield binary
+    finally:
+        left = _run([binary, "ps", "-aq", "--filter", "label=hermes.environment"]).stdout.split()
+        if left:
+            _run([binary, "rm", "-f", *left])
+        daemon.terminate()
+        try:
+            daemon.wait(30)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+        log.close()
+        os.environ.pop("DOCKER_HOST", None)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def container_config(image: str, **settings: Any) -> dict[str, Any]:
     return {"environment": {"kind": "container", "container": {"image": image, **settings}}}
 

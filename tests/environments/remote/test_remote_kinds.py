@@ -23,12 +23,14 @@ Make = Callable[..., ToolSystem]
 pytestmark = pytest.mark.timeout(900)  # the first test of a fresh machine builds the Debian image (~1 min)
 
 
-@pytest.fixture(params=["container", "ssh"])
+@pytest.fixture(params=["podman", "docker", "ssh"])
 def remote(request: pytest.FixtureRequest, make_remote: Make) -> ToolSystem:
-    """A tool system whose sessions run in a container, or on the test sshd."""
-    if request.param == "container":
-        image = request.getfixturevalue("debian_image")
-        return make_remote(container_config(image))
+    """A tool system whose sessions run in a container (podman, or Docker), or on the test sshd."""
+    if request.param == "podman":
+        return make_remote(container_config(request.getfixturevalue("debian_image")))
+    if request.param == "docker":
+        engine = request.getfixturevalue("docker")
+        return make_remote(container_config(request.getfixturevalue("debian_image"), engine=engine))
     sshd = request.getfixturevalue("sshd")
     return make_remote(sshd.config(request.getfixturevalue("remote_workspace")))
 
