@@ -374,8 +374,9 @@ class SshEnvironment(Environment):
         except EnvironmentUnavailable:
             raise
         except Exception as exc:
-            self._conn = None
-            raise EnvironmentUnavailable(f"the connection to {self.settings.target} failed: {exc}") from None
+            if conn.is_closed():  # the next command connects again (the session's shell state is kept)
+                self._conn = None
+            raise EnvironmentUnavailable(f"the command could not run on {self.settings.target}: {exc}") from None
         finally:
             if chan is not None:
                 chan.close()
