@@ -104,3 +104,22 @@ def test_the_file_tools_keep_out_of_the_remote_ssh_folder(
         assert (Path(remote_workspace) / "inside.txt").stat().st_uid != 0  # written as the remote user
     finally:
         secret.unlink()
+
+
+def test_a_dropped_connection_is_opened_again_with_the_session_state(
+    make_remote: Make, sshd: Any, remote_workspace: str
+) -> None:
+    from types import SimpleNamespace
+
+    from hermes_core.environments import environment_for
+    from hermes_core.environments._ssh import _run
+
+    system = make_remote(sshd.config(remote_workspace))
+    _ok(system, "terminal", command="mkdir -p deeper && cd deeper && export KEPT=yes")
+    env: Any = environment_for(SimpleNamespace(host=system, workspace=system.workspace, session_id="default"))
+    first = env._conn
+    first.close()
+    _run(first.wait_closed(), 30)
+    out = _ok(system, "terminal", command="pwd; echo $KEPT")
+    assert out.splitlines()[:2] == [f"{remote_workspace}/deeper", "yes"]
+    assert env._conn is not first and not env._conn.is_closed()
