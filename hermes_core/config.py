@@ -104,6 +104,20 @@ _SHAPE: dict[str, Any] = {
         },
     },
     "session": {"workspace": str},
+    "scheduler": {
+        "in_process": bool,  # run the scheduler in hermes chat / mcp serve (unset: yes) and library hosts (no)
+        "store": str,  # a URL (sqlite:///PATH, postgresql://...) or a path; default <data dir>/scheduler/jobs.db
+        "catch_up": str,  # once | skip
+        "grace": _NUM,
+        "tick": _NUM,
+        "lease": _NUM,
+        "max_concurrent": int,
+        "model": str,  # agent jobs' defaults
+        "toolsets": _LIST_OF_STR,
+        "max_turns": int,
+        "deliver": (str, list),
+        "jobs": {"*": dict},  # [scheduler.jobs.NAME]: schedule, prompt or tool/arguments, deliver...
+    },
     "models": {
         "default": str,
         "*": {

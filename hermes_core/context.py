@@ -15,7 +15,15 @@ if TYPE_CHECKING:
     from .host import AskUser, Host
     from .session import Session
 
-__all__ = ["ApprovalDenied", "CallContext", "Guard", "calls_in_workspace", "workspace_override"]
+__all__ = [
+    "ApprovalDenied",
+    "CallContext",
+    "Guard",
+    "approver_override",
+    "calls_approved_by",
+    "calls_in_workspace",
+    "workspace_override",
+]
 
 T = TypeVar("T")
 _unbound_stash: Any = None  # the stash of contexts made without a system (tests, scripts)
@@ -38,6 +46,26 @@ def calls_in_workspace(path: str | Path) -> Iterator[Path]:
         yield resolved
     finally:
         _WORKSPACE.reset(token)
+
+
+_APPROVER: ContextVar[Any] = ContextVar("hermes_approver", default=None)
+
+
+def approver_override() -> Any:
+    """The approver set by an enclosing ``calls_approved_by`` block, if any."""
+    return _APPROVER.get()
+
+
+@contextlib.contextmanager
+def calls_approved_by(approver: Any) -> Iterator[None]:
+    """Tool calls made inside this block (same thread or task, and what they start) that bring no approver of
+    their own are approved by ``approver`` instead of the system's. Scheduled jobs use it to run headless (the
+    standing approvals still apply) even inside a host whose approver asks a person at a terminal."""
+    token = _APPROVER.set(approver)
+    try:
+        yield
+    finally:
+        _APPROVER.reset(token)
 
 
 class ApprovalDenied(ToolError):

@@ -16,7 +16,8 @@ CORE = ROOT / "hermes_core"
 # walls and hermes_core.environments where a session's commands and files live;
 # safehttp the SSRF-guarded HTTP clients; agent and models the agent loop and model clients; content renders
 # outcomes with attachments for providers; selection the tool-search names (SEARCH_TOOL, ToolDoc, Ranker) that
-# ranker plugins and the built-in tool_search use.
+# ranker plugins and the built-in tool_search use; scheduler the jobs the cronjob tool makes, stores the SQL layer
+# the scheduler and the kanban board share.
 PUBLIC = {
     "hermes_core",
     "hermes_core.registry",
@@ -32,6 +33,8 @@ PUBLIC = {
     "hermes_core.models",
     "hermes_core.content",
     "hermes_core.selection",
+    "hermes_core.scheduler",
+    "hermes_core.stores",
 }
 
 
