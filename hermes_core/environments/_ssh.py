@@ -376,7 +376,9 @@ class SshEnvironment(Environment):
         except Exception as exc:
             if conn.is_closed():  # the next command connects again (the session's shell state is kept)
                 self._conn = None
-            raise EnvironmentUnavailable(f"the command could not run on {self.settings.target}: {exc}") from None
+            raise EnvironmentUnavailable(
+                f"the command could not run on {self.settings.target}: {exc}"
+            ) from None
         finally:
             if chan is not None:
                 chan.close()

@@ -22,7 +22,9 @@ from hermes_core.plugins import PluginLoadError
 
 def _builtin_tool_count() -> int:
     """How many tools the built-in plugin registers from this source tree (a copy must load every one)."""
-    with ToolSystem.load(load_entry_points=False, plugins_dir=False, plugins=[hermes_builtin.plugin]) as system:
+    with ToolSystem.load(
+        load_entry_points=False, plugins_dir=False, plugins=[hermes_builtin.plugin]
+    ) as system:
         return sum(1 for e in system.registry.entries() if e.plugin == "hermes_builtin.plugin")
 
 
