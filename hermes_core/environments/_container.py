@@ -16,18 +16,14 @@ Files written for a container user other than root are handed to that user.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import hashlib
 import os
 import shlex
-import shutil
 import socket
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -43,76 +39,28 @@ from ._base import (
     Process,
 )
 from ._cli_process import ClientProcess
+from ._container_box import (
+    IO_PATH,
+    NONCE,
+    Box,
+    Plan,
+    acquire,
+    container_name,
+    engine_run,
+    inspect,
+    release,
+    why,
+)
 from ._container_settings import ContainerSettings, container_settings, find_engine
 from ._owned import OwnedFiles
 from ._remote import kill_argv, kill_note, launch_argv, parse_control, run_id
 from ._rooted import Root
-from ._shell import DEFAULT_OPTIONS_COMMAND, ShellSession
+from ._shell import ShellSession
 
 if TYPE_CHECKING:
     from ..sandbox import Limits, Sandbox
 
 __all__ = ["ContainerEnvironment"]
-
-IO_PATH = "/run/hermes"  # the private folder of shell states and control files, inside the container
-_SETUP = DEFAULT_OPTIONS_COMMAND + '; id -u; id -g; printf "%s\\n" "${HOME:-/}"; compgen -e'
-_ADMIN_TIMEOUT = 120.0
-
-
-def _engine_run(argv: Sequence[str], timeout: float = _ADMIN_TIMEOUT) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(
-            list(argv), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False
-        )
-    except subprocess.TimeoutExpired:
-        raise EnvironmentUnavailable(
-            f"{Path(argv[0]).name} {argv[1]} did not answer in {timeout:.0f}s"
-        ) from None
-    except OSError as exc:
-        raise EnvironmentUnavailable(f"could not run {argv[0]}: {exc.strerror or exc}") from None
-
-
-def _why(done: subprocess.CompletedProcess[str]) -> str:
-    text = (done.stderr or done.stdout or "").strip().splitlines()
-    return text[-1] if text else f"exit status {done.returncode}"
-
-
-@dataclass(slots=True)
-class _Box:
-    """One running container, shared by the environments that use it (``users``)."""
-
-    name: str
-    engine: str
-    flavour: str
-    io: Path
-    rootfs: Path | None
-    uid: int
-    gid: int
-    defaults: tuple[str, str]
-    home: str
-    base_names: frozenset[str]
-    persist: bool
-    users: int = 0
-    removed: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-_boxes: dict[str, _Box] = {}
-_boxes_lock = threading.Lock()
-_nonce = os.urandom(8).hex()
-
-
-@atexit.register
-def _remove_left_boxes() -> None:
-    """Containers of sessions nobody closed (the process is ending) go with it, unless kept on purpose."""
-    with _boxes_lock:
-        left = [box for box in _boxes.values() if not box.persist and not box.removed]
-        _boxes.clear()
-    for box in left:
-        argv = [box.engine, "rm", "-f", *(["-t", "0"] if box.flavour == "podman" else []), box.name]
-        with contextlib.suppress(Exception):
-            subprocess.run(argv, capture_output=True, timeout=60, stdin=subprocess.DEVNULL, check=False)
-        shutil.rmtree(box.io.parent, ignore_errors=True)
 
 
 class ContainerEnvironment(Environment):
@@ -134,8 +82,8 @@ class ContainerEnvironment(Environment):
         self.python = self.settings.python
         self._host_workspace = os.path.realpath(spec.workspace)
         self._workspace = self.settings.workdir
-        self._name = _container_name(self.settings, self._host_workspace, spec.session_id)
-        self._box: _Box | None = None
+        self._name = container_name(self.settings, self._host_workspace, spec.session_id)
+        self._box: Box | None = None
         self._files: OwnedFiles | None = None
         self.shell: ShellSession | None = None
         self._sandbox: Sandbox | None = None
@@ -171,10 +119,10 @@ class ContainerEnvironment(Environment):
                 f'network = "proxy" needs podman (it joins the sandbox\'s network namespace); {flavour} cannot',
                 'use podman, or set [environment.container] network = "none"',
             )
-        done = _engine_run([engine, "version", "--format", "{{.Client.Version}}"], timeout=30)
+        done = engine_run([engine, "version", "--format", "{{.Client.Version}}"], timeout=30)
         if done.returncode != 0:
             return _not_ready(
-                f"{flavour} does not answer: {_why(done)}",
+                f"{flavour} does not answer: {why(done)}",
                 f"check that `{flavour} info` works (for docker: is the daemon running?)",
                 detail=engine,
             )
@@ -186,7 +134,7 @@ class ContainerEnvironment(Environment):
             "on the host); a rootless engine shows them the workspace and the mounts",
         ]
         inspect = [engine, "image", "exists" if flavour == "podman" else "inspect", settings.image]
-        if _engine_run(inspect, timeout=30).returncode != 0:
+        if engine_run(inspect, timeout=30).returncode != 0:
             if settings.pull == "never":
                 return _not_ready(
                     f"the image {settings.image} is not on this machine and pull = never",
@@ -235,7 +183,7 @@ class ContainerEnvironment(Environment):
 
     # -- the container -----------------------------------------------------------------------------------
 
-    def _ensure(self) -> _Box:
+    def _ensure(self) -> Box:
         if self._closed:
             raise EnvironmentUnavailable("this session has ended; its container environment is closed")
         box = self._box
@@ -257,14 +205,18 @@ class ContainerEnvironment(Environment):
             self.shell = ShellSession(self._workspace, self._stay, box.defaults)
             return box
 
-    def _acquire(self) -> _Box:
-        with _boxes_lock:
-            box = _boxes.get(self._name)
-            if box is None or box.removed:
-                box = self._make_box()
-                _boxes[self._name] = box
-            box.users += 1
-            return box
+    def _acquire(self) -> Box:
+        state = Path(self.spec.state_dir or Path.home() / ".local/share/hermes/environments/container")
+        plan = Plan(
+            self._name,
+            self.engine,
+            self.flavour,
+            self.settings,
+            self._host_workspace,
+            state,
+            self._network_args,
+        )
+        return acquire(plan)
 
     def _network_args(self) -> tuple[list[str], dict[str, str], str]:
         """The ``--network`` arguments, the variables that point tools at the proxy, and a label saying which
@@ -287,128 +239,7 @@ class ContainerEnvironment(Environment):
         if namespace is None:
             raise EnvironmentUnavailable("the sandbox could not make a network namespace for the proxy")
         path = f"/proc/{os.getpid()}/fd/{namespace.netns_fd}"
-        return ["--network", f"ns:{path}"], proxy_env(namespace.port), f"{path}@{_nonce}"
-
-    def _make_box(self) -> _Box:
-        settings = self.settings
-        state = Path(self.spec.state_dir or Path.home() / ".local/share/hermes/environments/container")
-        home = state / self._name
-        io = home / "io"
-        io.mkdir(parents=True, exist_ok=True)
-        os.chmod(home, 0o700)
-        os.chmod(io, 0o777)  # the container's user writes its control files here; the folder above is private
-        digest = settings.digest(self._host_workspace)
-        network, proxy_vars, netns = self._network_args()
-        reuse = settings.persist or settings.scope == "workspace"
-        existing = self._inspect() if reuse else None
-        if existing is not None:
-            running, label_digest, label_netns = existing
-            if label_digest == digest and label_netns == netns:
-                if not running:
-                    done = _engine_run([self.engine, "start", self._name])
-                    if done.returncode != 0:
-                        raise EnvironmentUnavailable(
-                            f"could not start the kept container {self._name}: {_why(done)}"
-                        )
-                return self._describe(io)
-            self._remove(self._name)
-        elif not reuse:
-            self._remove(self._name, quiet=True)
-        argv = [self.engine, "run", "-d", "--name", self._name, f"--pull={settings.pull}"]
-        argv += ["--label", "hermes.environment=container", "--label", f"hermes.config={digest}"]
-        argv += ["--label", f"hermes.netns={netns}", "--label", f"hermes.workspace={self._host_workspace}"]
-        if settings.init:
-            argv.append("--init")
-        argv += network
-        argv += [
-            "-v",
-            f"{self._host_workspace}:{settings.workdir}",
-            "-v",
-            f"{io}:{IO_PATH}",
-            "-w",
-            settings.workdir,
-        ]
-        for mount in settings.mounts:
-            argv += ["-v", f"{mount.host}:{mount.path}" + (":ro" if mount.read_only else "")]
-        if settings.memory_mb:
-            argv += ["--memory", f"{settings.memory_mb}m"]
-        if settings.cpus:
-            argv += ["--cpus", str(settings.cpus)]
-        if settings.pids_limit:
-            argv += ["--pids-limit", str(settings.pids_limit)]
-        if settings.user:
-            argv += ["--user", settings.user]
-        for name, value in {**settings.env, **proxy_vars}.items():
-            argv += ["-e", f"{name}={value}"]
-        argv += [*settings.run_args, "--entrypoint", "sleep", settings.image, "2147483647"]
-        done = _engine_run(argv)
-        if done.returncode != 0:
-            raise EnvironmentUnavailable(
-                f"{self.flavour} could not start a container of {settings.image}: {_why(done)}"
-            )
-        try:
-            return self._describe(io)
-        except BaseException:
-            self._remove(self._name, quiet=True)
-            raise
-
-    def _inspect(self) -> tuple[bool, str, str] | None:
-        fmt = '{{.State.Running}}|{{index .Config.Labels "hermes.config"}}|{{index .Config.Labels "hermes.netns"}}'
-        done = _engine_run([self.engine, "container", "inspect", "--format", fmt, self._name], timeout=30)
-        if done.returncode != 0:
-            return None
-        running, digest, netns = [*done.stdout.strip().split("|"), "", "", ""][:3]
-        return running == "true", digest, netns
-
-    def _describe(self, io: Path) -> _Box:
-        """What the running container is: its root file system on the host, its user, its fresh shell."""
-        fmt = "{{.GraphDriver.Data.MergedDir}}"
-        done = _engine_run([self.engine, "container", "inspect", "--format", fmt, self._name], timeout=30)
-        merged = Path(done.stdout.strip()) if done.returncode == 0 and done.stdout.strip() else None
-        rootfs = (
-            merged
-            if merged is not None and os.access(merged, os.R_OK | os.X_OK) and merged.is_dir()
-            else None
-        )
-        setup = _engine_run(
-            [self.engine, "exec", self._name, "bash", "--noprofile", "--norc", "-c", _SETUP], 60
-        )
-        lines = setup.stdout.splitlines()
-        if setup.returncode != 0 or len(lines) < 5:
-            raise EnvironmentUnavailable(
-                f"the container of {self.settings.image} cannot run bash ({_why(setup)}): the container kind "
-                "needs bash in the image"
-            )
-        return _Box(
-            name=self._name,
-            engine=self.engine,
-            flavour=self.flavour,
-            io=io,
-            rootfs=rootfs,
-            uid=int(lines[2]),
-            gid=int(lines[3]),
-            defaults=(lines[0], lines[1]),
-            home=lines[4],
-            base_names=frozenset(lines[5:]),
-            persist=self.settings.persist,
-        )
-
-    def _remove(self, name: str, *, quiet: bool = False) -> None:
-        argv = [self.engine, "rm", "-f", *(["-t", "0"] if self.flavour == "podman" else []), name]
-        done = _engine_run(argv)
-        if done.returncode != 0 and not quiet and "no such container" not in _why(done).lower():
-            raise EnvironmentUnavailable(f"could not remove the container {name}: {_why(done)}")
-
-    def _release(self, box: _Box) -> None:
-        with _boxes_lock:
-            box.users -= 1
-            if box.users > 0:
-                return
-            _boxes.pop(box.name, None)
-            box.removed = True
-        if not box.persist:
-            self._remove(box.name, quiet=True)
-            shutil.rmtree(box.io.parent, ignore_errors=True)
+        return ["--network", f"ns:{path}"], proxy_env(namespace.port), f"{path}@{NONCE}"
 
     # -- the session's directory -------------------------------------------------------------------------
 
@@ -439,7 +270,7 @@ class ContainerEnvironment(Environment):
 
     # -- commands ----------------------------------------------------------------------------------------
 
-    def _exec_argv(self, box: _Box, *, stdin: bool, tty: bool, env: Mapping[str, str], fds: int) -> list[str]:
+    def _exec_argv(self, box: Box, *, stdin: bool, tty: bool, env: Mapping[str, str], fds: int) -> list[str]:
         argv = [box.engine, "exec"]
         if stdin:
             argv.append("-i")
@@ -453,7 +284,7 @@ class ContainerEnvironment(Environment):
 
     def _state_files(
         self,
-        box: _Box,
+        box: Box,
         rid: str,
         command: str | Sequence[str],
         start_in: str | None,
@@ -475,7 +306,7 @@ class ContainerEnvironment(Environment):
         return f"{IO_PATH}/{rid}.in", f"{IO_PATH}/{rid}.out"
 
     def _relay(
-        self, box: _Box, rid: str, command: str | Sequence[str], pass_fds: Sequence[int]
+        self, box: Box, rid: str, command: str | Sequence[str], pass_fds: Sequence[int]
     ) -> tuple[list[str], socket.socket, socket.socket]:
         """Docker's ``exec`` cannot hand descriptors over: the command runs behind the relay instead, whose
         connections come back through a socket in the private folder."""
@@ -573,7 +404,7 @@ class ContainerEnvironment(Environment):
                 with contextlib.suppress(OSError):
                     (box.io / name).unlink()
         if control.pid is None and not timed_out:
-            box.removed = self._inspect() is None
+            box.removed = inspect(box.engine, box.name) is None
             raise EnvironmentUnavailable(
                 f"{box.flavour} exec failed: {err.text().strip() or popen.returncode}"
             )
@@ -601,7 +432,7 @@ class ContainerEnvironment(Environment):
             notes=notes,
         )
 
-    def _end_run(self, box: _Box, rid: str, popen: subprocess.Popen[bytes]) -> str:
+    def _end_run(self, box: Box, rid: str, popen: subprocess.Popen[bytes]) -> str:
         """End a command that ran out of time: its whole session in the container, then its client."""
         pid = None
         for _ in range(50):
@@ -617,10 +448,10 @@ class ContainerEnvironment(Environment):
             popen.wait()
         return note
 
-    def _end_session(self, box: _Box, pid: int | None, grace: float) -> str:
+    def _end_session(self, box: Box, pid: int | None, grace: float) -> str:
         if pid is None:
             return "killed"
-        done = _engine_run([box.engine, "exec", box.name, *kill_argv(pid, grace)], timeout=grace + 30)
+        done = engine_run([box.engine, "exec", box.name, *kill_argv(pid, grace)], timeout=grace + 30)
         return kill_note(done.stdout)
 
     def start(
@@ -741,24 +572,11 @@ class ContainerEnvironment(Environment):
                 proc.close()
         box, self._box = self._box, None
         if box is not None:
-            self._release(box)
+            release(box)
         if self._files is not None:
             self._files.close()
         if self._sandbox is not None:
             self._sandbox.close()
-
-
-def _container_name(settings: ContainerSettings, workspace: str, session_id: str) -> str:
-    """Kept containers get a name from what they serve (found again next time); others one of their own."""
-    parts = [workspace]
-    if settings.scope == "session":
-        parts.append(session_id)
-    if not settings.persist:  # (a kept one keeps its name when its settings change: it is replaced)
-        parts += [settings.digest(workspace), f"{os.getpid()}-{_nonce}"]
-        if settings.scope == "session":
-            parts.append(os.urandom(8).hex())  # two systems of this process may share a session id
-    digest = hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    return f"hermes-{settings.scope}-{digest}"
 
 
 def _exports(env: Mapping[str, str]) -> bytes:
