@@ -53,6 +53,7 @@ from ._container_box import (
 )
 from ._container_settings import ContainerSettings, container_settings, find_engine
 from ._owned import OwnedFiles
+from ._probe_cache import shared
 from ._remote import kill_argv, kill_note, launch_argv, parse_control, run_id
 from ._rooted import Root
 from ._shell import ShellSession
@@ -101,56 +102,7 @@ class ContainerEnvironment(Environment):
             return _not_ready(
                 err.message, "correct [environment.container] (hermes env status shows the keys)"
             )
-        if not settings.image:
-            return _not_ready(
-                "no image is configured",
-                'set [environment.container] image = "NAME" to an image this machine has (podman images)',
-            )
-        found = find_engine(settings.engine)
-        if found is None:
-            return _not_ready(
-                _missing_engine(settings.engine),
-                "install podman and runc (Debian/Ubuntu: apt install podman runc) or Docker, or set "
-                "[environment.container] engine to the CLI's path",
-            )
-        engine, flavour = found
-        if settings.network == "proxy" and flavour != "podman":
-            return _not_ready(
-                f'network = "proxy" needs podman (it joins the sandbox\'s network namespace); {flavour} cannot',
-                'use podman, or set [environment.container] network = "none"',
-            )
-        done = engine_run([engine, "version", "--format", "{{.Client.Version}}"], timeout=30)
-        if done.returncode != 0:
-            return _not_ready(
-                f"{flavour} does not answer: {why(done)}",
-                f"check that `{flavour} info` works (for docker: is the daemon running?)",
-                detail=engine,
-            )
-        detail = f"{flavour} {done.stdout.strip()}, image {settings.image}"
-        limitations = [
-            "per command, the limits are ulimits (data size, CPU time, file size); memory, CPUs and processes "
-            "are bounded for the whole container ([environment.container] memory_mb, cpus, pids_limit)",
-            "the file tools reach the container's own files only with a rootful engine (the overlay folder "
-            "on the host); a rootless engine shows them the workspace and the mounts",
-        ]
-        inspect = [engine, "image", "exists" if flavour == "podman" else "inspect", settings.image]
-        if engine_run(inspect, timeout=30).returncode != 0:
-            if settings.pull == "never":
-                return _not_ready(
-                    f"the image {settings.image} is not on this machine and pull = never",
-                    f'build or import it ({flavour} build / {flavour} import), or set pull = "missing"',
-                    detail=detail,
-                )
-            limitations.insert(
-                0, f"the image {settings.image} is not here yet: {flavour} pulls it on first use"
-            )
-        return EnvironmentStatus(
-            kind="container",
-            ready=True,
-            detail=detail,
-            guarantees=_guarantees(settings),
-            limitations=tuple(limitations),
-        )
+        return shared(("container", settings.digest("")), 5.0, lambda: _probe(settings))
 
     def status(self) -> EnvironmentStatus:
         status = self.probe(self.spec)
@@ -628,6 +580,58 @@ def _spawn(
         start_new_session=True,
         pass_fds=keep,
         preexec_fn=preexec,
+    )
+
+
+def _probe(settings: ContainerSettings) -> EnvironmentStatus:
+    """Whether the engine answers and has the image (see ``ContainerEnvironment.probe``)."""
+    if not settings.image:
+        return _not_ready(
+            "no image is configured",
+            'set [environment.container] image = "NAME" to an image this machine has (podman images)',
+        )
+    found = find_engine(settings.engine)
+    if found is None:
+        return _not_ready(
+            _missing_engine(settings.engine),
+            "install podman and runc (Debian/Ubuntu: apt install podman runc) or Docker, or set "
+            "[environment.container] engine to the CLI's path",
+        )
+    engine, flavour = found
+    if settings.network == "proxy" and flavour != "podman":
+        return _not_ready(
+            f'network = "proxy" needs podman (it joins the sandbox\'s network namespace); {flavour} cannot',
+            'use podman, or set [environment.container] network = "none"',
+        )
+    done = engine_run([engine, "version", "--format", "{{.Client.Version}}"], timeout=30)
+    if done.returncode != 0:
+        return _not_ready(
+            f"{flavour} does not answer: {why(done)}",
+            f"check that `{flavour} info` works (for docker: is the daemon running?)",
+            detail=engine,
+        )
+    detail = f"{flavour} {done.stdout.strip()}, image {settings.image}"
+    limitations = [
+        "per command, the limits are ulimits (data size, CPU time, file size); memory, CPUs and processes "
+        "are bounded for the whole container ([environment.container] memory_mb, cpus, pids_limit)",
+        "the file tools reach the container's own files only with a rootful engine (the overlay folder "
+        "on the host); a rootless engine shows them the workspace and the mounts",
+    ]
+    inspect = [engine, "image", "exists" if flavour == "podman" else "inspect", settings.image]
+    if engine_run(inspect, timeout=30).returncode != 0:
+        if settings.pull == "never":
+            return _not_ready(
+                f"the image {settings.image} is not on this machine and pull = never",
+                f'build or import it ({flavour} build / {flavour} import), or set pull = "missing"',
+                detail=detail,
+            )
+        limitations.insert(0, f"the image {settings.image} is not here yet: {flavour} pulls it on first use")
+    return EnvironmentStatus(
+        kind="container",
+        ready=True,
+        detail=detail,
+        guarantees=_guarantees(settings),
+        limitations=tuple(limitations),
     )
 
 

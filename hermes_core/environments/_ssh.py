@@ -17,6 +17,7 @@ remote host, whose connections come back through a Unix socket forwarded over th
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
 import posixpath
@@ -24,8 +25,8 @@ import shlex
 import socket
 import threading
 import time
-from collections.abc import Coroutine, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ..errors import ToolError
 from ._base import (
@@ -37,36 +38,22 @@ from ._base import (
     FileInfo,
     Process,
 )
+from ._probe_cache import shared
 from ._relay import RELAY
 from ._remote import kill_argv, kill_note, launch_argv, parse_control, run_id
 from ._shell import DEFAULT_OPTIONS_COMMAND, ShellSession
 from ._ssh_files import SftpFiles
+from ._ssh_loop import run as _run
+from ._ssh_loop import submit as _run_async
+from ._ssh_process import SshProcess
 from ._ssh_settings import SshSettings, ssh_settings
 
 if TYPE_CHECKING:
-    from .._aio.bridge import LoopBridge
     from ..sandbox import Limits
 
 __all__ = ["SshEnvironment"]
 
-T = TypeVar("T")
 _SETUP = DEFAULT_OPTIONS_COMMAND + '; printf "%s\\n" "$HOME"; id -u; compgen -e'
-_loop: LoopBridge | None = None
-_loop_lock = threading.Lock()
-
-
-def _bridge() -> LoopBridge:
-    global _loop
-    with _loop_lock:
-        if _loop is None:
-            from .._aio.bridge import LoopBridge
-
-            _loop = LoopBridge("hermes-ssh")
-        return _loop
-
-
-def _run(coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
-    return _bridge().run(coro, timeout)
 
 
 def _connect_error(settings: SshSettings, exc: BaseException) -> EnvironmentUnavailable:
@@ -114,6 +101,57 @@ async def _open(settings: SshSettings) -> Any:
     )
 
 
+# (host, port, user, key, known_hosts) -> when a login there was last tried (a probe, or a session connecting),
+# and why it failed ("" when it succeeded)
+_verified: dict[tuple[str, int, str, str, str], tuple[float, str]] = {}
+_checking: dict[tuple[str, int, str, str, str], concurrent.futures.Future[str]] = {}
+_checking_lock = threading.Lock()
+_VERIFIED_FOR = 300.0
+_LOGIN_BUDGET = 1.0  # what a probe spends on logging in: tool checks must answer within a couple of seconds
+
+
+def _key(settings: SshSettings) -> tuple[str, int, str, str, str]:
+    return settings.host, settings.port, settings.user, settings.key, settings.known_hosts
+
+
+def _banner(settings: SshSettings) -> None:
+    """Raise unless ``host:port`` answers with an SSH banner (plain sockets: no handshake, no asyncssh)."""
+    with socket.create_connection((settings.host, settings.port), timeout=settings.connect_timeout) as sock:
+        sock.settimeout(settings.connect_timeout)
+        banner = sock.recv(256)
+    if not banner.startswith(b"SSH-"):
+        raise OSError(f"{settings.host}:{settings.port} does not answer as an SSH server")
+
+
+def _login_verdict(settings: SshSettings) -> str | None:
+    """``""`` when a login there succeeded recently, its failure when it failed, None when not known yet: a
+    check is started (in the background) and given ``_LOGIN_BUDGET`` seconds."""
+    key = _key(settings)
+    known = _verified.get(key)
+    if known is not None and time.monotonic() - known[0] < (_VERIFIED_FOR if not known[1] else 30.0):
+        return known[1]
+    with _checking_lock:
+        running = _checking.get(key)
+        if running is None or running.done():
+            running = _checking[key] = _run_async(_login(settings))
+    try:
+        return running.result(_LOGIN_BUDGET)
+    except concurrent.futures.TimeoutError:
+        return None
+
+
+async def _login(settings: SshSettings) -> str:
+    try:
+        conn = await _open(settings)
+    except Exception as exc:
+        reason = _connect_error(settings, exc).message
+        _verified[_key(settings)] = (time.monotonic(), reason)
+        return reason
+    conn.close()
+    _verified[_key(settings)] = (time.monotonic(), "")
+    return ""
+
+
 def _fix(reason: str, settings: SshSettings) -> str:
     if "host key" in reason:
         return f"verify the host's key fingerprint, then add it to {settings.known_hosts}"
@@ -146,13 +184,14 @@ class SshEnvironment(Environment):
 
     @classmethod
     def probe(cls, spec: EnvironmentSpec) -> EnvironmentStatus:
+        import importlib.util
+
         try:
             settings = ssh_settings(spec.settings)
-            import asyncssh  # noqa: F401
         except EnvironmentUnavailable as err:
             return _not_ready(err.message, "correct [environment.ssh] (hermes env status shows the keys)")
-        except ImportError:
-            return _not_ready("asyncssh is not installed", "pip install asyncssh")
+        if importlib.util.find_spec("asyncssh") is None:
+            return _not_ready("asyncssh is not installed", "pip install 'hermes-tools[ssh]' (or asyncssh)")
         if not os.path.isfile(settings.known_hosts):
             return _not_ready(
                 f"the known_hosts file {settings.known_hosts} does not exist, so the host's key cannot be checked",
@@ -166,34 +205,7 @@ class SshEnvironment(Environment):
                 detail=settings.target,
             )
 
-        async def reach() -> None:
-            conn = await _open(settings)
-            conn.close()
-            await conn.wait_closed()
-
-        try:
-            _run(reach(), settings.connect_timeout + 5)
-        except Exception as exc:
-            reason = _connect_error(settings, exc).message
-            return _not_ready(reason, _fix(reason, settings), detail=settings.target)
-        return EnvironmentStatus(
-            kind="ssh",
-            ready=True,
-            detail=settings.target,
-            guarantees=(
-                f"commands and file tools run on {settings.host} as {settings.user}, over one connection per "
-                "session; the host's key is checked against " + settings.known_hosts,
-                "the file tools write only in the remote workspace, /tmp and [environment.ssh] read_write, and "
-                "do not see the remote ~/.ssh",
-                "a command that times out is ended on the remote host with its whole session",
-            ),
-            limitations=(
-                "what a command may do there is what the remote user may do: the remote host is the boundary "
-                "(no sandbox is added on it)",
-                "per command, the limits are ulimits (data size, CPU time, file size)",
-                "the host's workspace is not copied: the remote workspace is its own folder",
-            ),
-        )
+        return shared(("ssh", _key(settings)), 5.0, lambda: _probe(settings))
 
     def status(self) -> EnvironmentStatus:
         return self.probe(self.spec)
@@ -214,7 +226,10 @@ class SshEnvironment(Environment):
             except EnvironmentUnavailable:
                 raise
             except Exception as exc:
-                raise _connect_error(self.settings, exc) from None
+                failure = _connect_error(self.settings, exc)
+                _verified[_key(self.settings)] = (time.monotonic(), failure.message)
+                raise failure from None
+            _verified[_key(self.settings)] = (time.monotonic(), "")
             lines = setup.splitlines()
             self._home = lines[2] if len(lines) > 2 else "/"
             self._base_names = frozenset(lines[4:])
@@ -623,97 +638,36 @@ def _relay_handler(chan: socket.socket) -> Any:
     return handle
 
 
-class SshProcess(Process):
-    """A process started on the remote host (see ``Environment.start``)."""
-
-    def __init__(
-        self, env: SshEnvironment, proc: Any, control_file: str, state_file: str, *, pty: bool
-    ) -> None:
-        self._env = env
-        self._proc = proc
-        self._control_file = control_file
-        self._state_file = state_file
-        self.pty = pty
-        self.pid = None
-        self._closed = False
-
-    @property
-    def remote_pid(self) -> int | None:
-        if self.pid is None:
-            self.pid = _run(self._env._remote_pid(self._control_file), 30)
-        return self.pid
-
-    @property
-    def returncode(self) -> int | None:
-        status = self._proc.exit_status
-        if status is None and self._proc.exit_signal is None:
-            return None
-        code: int | None = self._proc.returncode
-        return code if code is not None else -1
-
-    def read(self, size: int = 65536) -> bytes:
-        try:
-            data: bytes = _run(self._proc.stdout.read(size), None)
-        except Exception:
-            return b""
-        return data
-
-    def write(self, data: bytes) -> None:
-        async def put() -> None:
-            self._proc.stdin.write(data)
-            await self._proc.stdin.drain()
-
-        try:
-            _run(put(), 60)
-        except Exception as exc:
-            raise BrokenPipeError(f"the process's input is closed ({exc})") from None
-
-    def close_stdin(self) -> None:
-        if self.pty:
-            self.write(b"\x04")
-            return
-        with contextlib.suppress(Exception):
-            _run(_eof(self._proc), 30)
-
-    def wait(self, timeout: float | None = None) -> bool:
-        try:
-            _run(self._proc.wait_closed(), timeout)
-        except TimeoutError:
-            return False
-        except Exception:
-            return True
-        return True
-
-    def terminate(self, grace: float = 2.0) -> str:
-        if self.returncode is not None:
-            return "already exited"
-        pid = self.remote_pid
-        conn = self._env._conn
-        if pid is None or conn is None:
-            self._proc.close()
-            return "killed (its channel)"
-        note: str = _run(self._env._end(conn, pid, grace), grace + 30)
-        self.wait(5)
-        return note
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self.returncode is None:
-            with contextlib.suppress(Exception):
-                self.terminate(0.5)
-        with contextlib.suppress(Exception):
-            self._proc.close()
-        for path in (self._control_file, self._state_file):
-            if path:
-                with contextlib.suppress(Exception):
-                    _run(self._env.files._sftp.remove(path), 15)
-        self._env._forget(self)
-
-
-async def _eof(proc: Any) -> None:
-    proc.stdin.write_eof()
+def _probe(settings: SshSettings) -> EnvironmentStatus:
+    """Whether the host answers as an SSH server, and (when it can tell within ``_LOGIN_BUDGET``, or knows
+    from a recent login) whether its key and the login are good."""
+    try:
+        _banner(settings)
+    except OSError as exc:
+        reason = _connect_error(settings, exc).message
+        return _not_ready(reason, _fix(reason, settings), detail=settings.target)
+    failure = _login_verdict(settings)
+    if failure:
+        return _not_ready(failure, _fix(failure, settings), detail=settings.target)
+    verified = failure is not None
+    return EnvironmentStatus(
+        kind="ssh",
+        ready=True,
+        detail=settings.target + ("" if verified else " (reachable; the login is checked on first use)"),
+        guarantees=(
+            f"commands and file tools run on {settings.host} as {settings.user}, over one connection per "
+            "session; the host's key is checked against " + settings.known_hosts,
+            "the file tools write only in the remote workspace, /tmp and [environment.ssh] read_write, and "
+            "do not see the remote ~/.ssh",
+            "a command that times out is ended on the remote host with its whole session",
+        ),
+        limitations=(
+            "what a command may do there is what the remote user may do: the remote host is the boundary "
+            "(no sandbox is added on it)",
+            "per command, the limits are ulimits (data size, CPU time, file size)",
+            "the host's workspace is not copied: the remote workspace is its own folder",
+        ),
+    )
 
 
 def _not_ready(reason: str, fix: str, *, detail: str = "") -> EnvironmentStatus:

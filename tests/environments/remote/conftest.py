@@ -163,8 +163,13 @@ def docker(podman: str, debian_image: str) -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+# The tools' checks probe the engine or the host; on a loaded CI machine their default 2 s budget (shared with
+# every other tool's check) is not enough, and a timed-out check hides the tool for its time-to-live.
+CHECKS = {"check_timeout": 60}
+
+
 def container_config(image: str, **settings: Any) -> dict[str, Any]:
-    return {"environment": {"kind": "container", "container": {"image": image, **settings}}}
+    return {"environment": {"kind": "container", "container": {"image": image, **settings}}, "tools": CHECKS}
 
 
 @dataclass(frozen=True)
@@ -188,7 +193,7 @@ class Sshd:
             "workspace": workspace,
             **settings,
         }
-        return {"environment": {"kind": "ssh", "ssh": table}}
+        return {"environment": {"kind": "ssh", "ssh": table}, "tools": CHECKS}
 
 
 def _free_port() -> int:

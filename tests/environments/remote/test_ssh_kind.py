@@ -112,7 +112,7 @@ def test_a_dropped_connection_is_opened_again_with_the_session_state(
     from types import SimpleNamespace
 
     from hermes_core.environments import environment_for
-    from hermes_core.environments._ssh import _run
+    from hermes_core.environments._ssh_loop import run as _run
 
     system = make_remote(sshd.config(remote_workspace))
     _ok(system, "terminal", command="mkdir -p deeper && cd deeper && export KEPT=yes")
