@@ -122,3 +122,22 @@ def test_a_missing_engine_is_reported_with_the_fix(make_remote: Make, tmp_path: 
         assert rows["terminal"]["available"] is False and "not installed" in json.dumps(rows["terminal"])
     finally:
         (home / "config.toml").unlink()
+
+
+def test_the_limits_and_user_of_the_settings_bind_the_container(
+    make_remote: Make, debian_image: str, podman: str
+) -> None:
+    system = make_remote(
+        container_config(debian_image, memory_mb=256, cpus=0.5, pids_limit=40, user="1000:1000")
+    )
+    assert _ok(system, "terminal", command="id -u").startswith("1000")
+    name = _env(system).container_name
+    fmt = "{{.HostConfig.Memory}} {{.HostConfig.NanoCpus}} {{.HostConfig.PidsLimit}} {{.Config.User}}"
+    shown = subprocess.run(
+        [podman, "inspect", "--format", fmt, name], capture_output=True, text=True, timeout=60
+    )
+    assert shown.stdout.split() == [str(256 * 2**20), str(500_000_000), "40", "1000:1000"]
+    many = _ok(
+        system, "terminal", command="for i in $(seq 60); do sleep 3 & done 2>&1 | tail -1; wait", timeout=60
+    )
+    assert "Resource temporarily unavailable" in many  # the pids limit holds inside
