@@ -6,8 +6,10 @@ environment, made on first use from ``[environment] kind`` and closed with the s
 
 - ``local`` (the default): this machine, behind the walls of ``hermes_core.sandbox`` (bwrap or Landlock), with a
   private ``/tmp`` per session that the file tools see too;
-- ``container``, ``ssh``: a container per session (podman or Docker) or a remote host over SSH (names reserved
-  here; their tables are ``[environment.container]`` and ``[environment.ssh]``);
+- ``container``: a container per session or workspace (podman or Docker, through its CLI), made on first use,
+  removed when the session ends unless kept (``[environment.container]``);
+- ``ssh``: a remote host over one SSH connection per session, host key checked against ``known_hosts``
+  (``[environment.ssh]``);
 - plugin kinds, registered through the ``register_environments`` hook (``hookspecs.md``): a Kubernetes
   agent-sandbox, Modal, Daytona, Firecracker...
 

@@ -336,6 +336,18 @@ class Environment(abc.ABC):
     def listdir(self, path: str) -> list[str]:
         """The names in the directory ``path``, sorted."""
 
+    def expand_user(self, path: str) -> str:
+        """``path`` with a leading ``~`` made the home folder of the user commands run as here."""
+        return os.path.expanduser(path)
+
+    def host_view(self, path: str) -> str:
+        """The path the host's guards judge for the environment path ``path`` (a resolved or absolute one).
+
+        The same path for kinds whose files are this host's; kinds whose workspace is elsewhere (a container's
+        bind mount, a remote folder) map a path inside it to the same place in the host's workspace, so the
+        guard's workspace rules mean there what they mean locally."""
+        return path
+
     def local_path(self, path: str) -> Path | None:
         """The host path behind ``path`` when the environment's files for it are on this host's disk (checked
         against the roots), else None. Host-side engines (ripgrep) use it."""

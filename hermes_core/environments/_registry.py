@@ -35,6 +35,8 @@ __all__ = [
 # kind -> "module:class", imported when a session first needs it
 BUILTIN_KINDS: dict[str, str] = {
     "local": "hermes_core.environments._local:LocalEnvironment",
+    "container": "hermes_core.environments._container:ContainerEnvironment",
+    "ssh": "hermes_core.environments._ssh:SshEnvironment",
 }
 _HOOK = "register_environments"
 _KINDS_KEY = "environments.kinds"

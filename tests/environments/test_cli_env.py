@@ -35,7 +35,7 @@ def test_env_status_says_where_sessions_run_and_what_persists(home: Path) -> Non
     assert shown.exit_code == 0, shown.output
     assert shown.output.startswith("environment: local (ready)")
     assert "what persists between commands:" in shown.output and "deactivate" in shown.output
-    assert "kinds: local (built in)" in shown.output
+    assert "kinds: container (built in), local (built in), ssh (built in)" in shown.output
     data = json.loads(run("env", "status", "--json").output)
     assert data["ready"] is True and data["kind"] == "local" and data["files_ready"] is True
     assert any("RESOLVE_BENEATH" in g for g in data["guarantees"])
@@ -46,7 +46,7 @@ def test_env_status_and_the_doctor_say_why_it_cannot_start(home: Path) -> None:
     shown = run("env", "status")
     assert shown.exit_code == 1
     assert "environment: ssh (cannot start)" in shown.output
-    assert "not part of this version" in shown.output and "file tools: hidden too" in shown.output
+    assert "host is required" in shown.output and "file tools: hidden too" in shown.output
     report = json.loads(run("plugins", "doctor", "--json").output)
     found = [p for p in report["problems"] if p["check"] == "environment"]
     assert (

@@ -61,7 +61,7 @@ class FailingPlugin:
 def test_plugin_kinds_and_their_mistakes_are_recorded(make_system: MakeSystem) -> None:
     system = make_system(KindsPlugin(), FailingPlugin())
     kinds = environment_kinds(system)
-    assert kinds.names() == ["broken", "local"]
+    assert kinds.names() == ["broken", "container", "local", "ssh"]
     errors = "\n".join(kinds.errors)
     assert "'local' is built in and cannot be replaced" in errors
     assert "'not-a-kind' must be an Environment subclass" in errors
@@ -78,13 +78,14 @@ def test_a_kind_that_cannot_start_hides_the_tools_that_need_it(make_system: Make
 
 
 @pytest.mark.parametrize("kind", ["container", "ssh", "nope"])
-def test_a_kind_this_version_does_not_have_is_refused_clearly(make_system: MakeSystem, kind: str) -> None:
+def test_a_kind_that_cannot_start_is_refused_clearly(make_system: MakeSystem, kind: str) -> None:
     system = make_system(config={"environment": {"kind": kind}})
     reason = system.hidden()["terminal"]
     if kind == "nope":
         assert "no environment kind 'nope'" in reason and "local" in reason
-    else:
-        assert f"the {kind!r} environment is not part of this version" in reason
+    else:  # built in, but not configured: the reason names the missing setting
+        assert f"the {kind} environment cannot start" in reason
+        assert ("no image is configured" if kind == "container" else "host is required") in reason
     assert "read_file" in system.hidden()  # no environment: no files either
 
 

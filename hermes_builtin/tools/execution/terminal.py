@@ -12,6 +12,7 @@ session when they finish or print a watched line.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -244,8 +245,11 @@ def _expand(word: str) -> str | None:
     return None if "$" in expanded else expanded
 
 
-def _guard_writes(context: CallContext, command: str, workdir: Path) -> None:
-    """Send every file the command writes through the path guard, from each directory it may be in."""
+def _guard_writes(
+    context: CallContext, command: str, workdir: Path, view: Callable[[str], str] = str
+) -> None:
+    """Send every file the command writes through the path guard, from each directory it may be in
+    (``view``: the path the host's guard judges for a path of the environment)."""
     targets, dirs = scan_command(command)
     if not targets:
         return
@@ -267,7 +271,7 @@ def _guard_writes(context: CallContext, command: str, workdir: Path) -> None:
             )
             continue
         if os.path.isabs(expanded):
-            context.guard_path(expanded, "write")
+            context.guard_path(view(expanded), "write")
             continue
         if not followable:
             context.request_approval(
@@ -276,7 +280,7 @@ def _guard_writes(context: CallContext, command: str, workdir: Path) -> None:
                 "command",
             )
         for base in bases:
-            context.guard_path(base / expanded, "write")
+            context.guard_path(view(str(base / expanded)), "write")
 
 
 def _start_dir(environment: Environment, where: str | None) -> str | None:
@@ -287,7 +291,7 @@ def _start_dir(environment: Environment, where: str | None) -> str | None:
         return None
     if not where.strip() or "\x00" in where:
         raise ToolError("workdir is empty or contains a NUL byte")
-    raw = os.path.expanduser(where)
+    raw = environment.expand_user(where)
     if not raw.startswith("/"):
         raw = os.path.join(environment.cwd, raw)
     try:
@@ -369,8 +373,9 @@ def terminal(
     environment = environment_for(context)
     start = _start_dir(environment, workdir if workdir is not None else cwd)
     here = start or environment.cwd
-    context.guard_command(_guarded_text(command, here, environment.workspace))
-    _guard_writes(context, command, Path(here))
+    view = environment.host_view
+    context.guard_command(_guarded_text(command, view(here), view(environment.workspace)))
+    _guard_writes(context, command, Path(here), view)
     settings = _settings(context)
     limit = int(settings.get("max_output_chars", DEFAULT_OUTPUT_CHARS))
     limits = _limits(settings, limit)

@@ -10,7 +10,6 @@ link after the check fails instead of reaching elsewhere.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, BinaryIO
@@ -82,9 +81,9 @@ def locate(context: CallContext, path: str, op: str) -> Where:
     if "\x00" in path:
         raise ToolError("path contains a NUL byte")
     env = environment_for(context)
-    absolute = env.absolute(os.path.expanduser(path))
+    absolute = env.absolute(env.expand_user(path))
     try:
-        checked = context.guard_path(absolute, op)
+        checked = context.guard_path(env.host_view(absolute), op)
     except OSError as exc:  # the guard could not even look at it (a /proc link of another process)
         raise ToolError(f"cannot check {path}: {exc.strerror or exc}; nothing was {_done(op)}") from None
     try:
@@ -93,8 +92,10 @@ def locate(context: CallContext, path: str, op: str) -> Where:
         raise outside_error(exc, path, op) from None
     except OSError as exc:
         raise ToolError(f"cannot resolve {path}: {exc.strerror or exc}") from None
-    if real != str(checked):
-        context.guard_path(real, op)  # the environment sees it elsewhere: that is what gets opened
+    if env.host_view(real) != str(checked):
+        context.guard_path(
+            env.host_view(real), op
+        )  # the environment sees it elsewhere: that is what gets opened
     return Where(env, real, shown(env, real))
 
 

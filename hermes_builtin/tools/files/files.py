@@ -478,11 +478,9 @@ def search_files(
         raise _open_failure(exc, where, "read") from None
     if not found_root:
         raise _missing(where)
-    root = where.env.local_path(where.path)  # the engines search this host's disk
-    if root is None:
-        raise ToolError(f"search_files cannot search {where.shown} in the {where.env.kind} environment")
+    root = where.env.local_path(where.path)  # the engines search this host's disk, or run where the files are
     shown_root = where.shown
-    to_env = _env_paths(where, root)
+    to_env = _env_paths(where, root) if root is not None else str
     limit = max(1, min(int(limit), 500))
     offset = max(0, int(offset))
     config = _config(context)
@@ -496,11 +494,24 @@ def search_files(
         "timeout": timeout,
     }
     try:
-        if target == "files":
+        if root is None:
+            from ._remote_search import remote_search
+
+            found = remote_search(
+                where,
+                pattern,
+                target,
+                case_sensitive=case_sensitive,
+                file_glob=file_glob,
+                allowed=options["allowed"],
+                timeout=timeout,
+            )
+        elif target == "files":
             return _listing_page(where, to_env, str(root), pattern, offset, limit, options)
-        if target != "content":
+        elif target == "content":
+            found, _ = find_content(str(root), pattern, **options)
+        else:
             raise ToolError(f"unknown target {target!r}; use 'content' or 'files'")
-        found, _ = find_content(str(root), pattern, **options)
     except SearchError as exc:
         raise ToolError(str(exc)) from None
     total = len(found)
@@ -578,8 +589,9 @@ def _search_visible(context: CallContext, where: Where, to_env: Any) -> Any:
         return str(verdict.reason).rpartition(": ")[2]
 
     judge = PathJudge("read", context.workspace)
+    view = where.env.host_view  # the guard judges an environment path where the host sees it
     try:
-        root_verdict = judge.check(where.path)
+        root_verdict = judge.check(view(where.path))
     except ValueError:
         return lambda path: False
     approved_reason = reason(root_verdict) if root_verdict.decision == "ask" else None
@@ -594,7 +606,7 @@ def _search_visible(context: CallContext, where: Where, to_env: Any) -> Any:
             seen[found] = False
             return False
         try:
-            verdict = judge.check(path)
+            verdict = judge.check(view(path))
         except ValueError:
             ok = False
         else:
