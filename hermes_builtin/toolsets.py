@@ -41,7 +41,9 @@ BROWSER_TOOLS: list[str] = [
     "browser_press",
     "browser_get_images",
     "browser_console",
+    "browser_dialog",
     "browser_vision",
+    "browser_cdp",
 ]
 MEDIA_TOOLS: list[str] = ["image_generate", "video_generate", "text_to_speech"]
 HOMEASSISTANT_TOOLS: list[str] = ["ha_list_entities", "ha_get_state", "ha_list_services", "ha_call_service"]
