@@ -61,6 +61,7 @@ FEISHU_TOOLS: list[str] = [
 # tools act on the conversation of their platform). Tools whose service is not configured stay hidden.
 INTERACTIVE: list[str] = [
     *BROWSER_TOOLS,
+    "video_analyze",  # hidden until a vision model is configured
     *KANBAN_TOOLS,
     "cronjob",
     *MEDIA_TOOLS,

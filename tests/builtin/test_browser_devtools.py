@@ -83,7 +83,11 @@ def _load(home: Path, approvals: dict[str, Any], site: HTTPServer, **browser: An
         "approvals": approvals,
     }
     return ToolSystem.load(
-        load_entry_points=False, plugins_dir=False, plugins=[hermes_builtin.plugin], config=config, workspace=home
+        load_entry_points=False,
+        plugins_dir=False,
+        plugins=[hermes_builtin.plugin],
+        config=config,
+        workspace=home,
     )
 
 
@@ -176,9 +180,9 @@ def test_javascript_evaluation_returns_values(browser: ToolSystem, site: HTTPSer
     awaited = _js(browser, "const n = await Promise.resolve(41); console.log('halfway', n); n + 1").result
     assert awaited.startswith("Result (number): 42") and "[log] halfway 41" in awaited
     nodes = _js(browser, "document.querySelectorAll('p')").result
-    assert nodes.startswith('Result (object (array)): ["<p id=\\"out\\" style=') and "none</p>\"]\n" in nodes
+    assert nodes.startswith('Result (object (array)): ["<p id=\\"out\\" style=') and 'none</p>"]\n' in nodes
     node = _js(browser, "document.getElementById('out')").result
-    assert node.startswith("Result (object (node)): <p id=\"out\" style=")
+    assert node.startswith('Result (object (node)): <p id="out" style=')
     shaped = _js(browser, "({a: [1, 'x'], f() {}, big: 10n, me: window})").result
     assert shaped.startswith('Result (object): {"a":[1,"x"],"f":"[function f]","big":"10n","me":"[Window]"}')
     assert _js(browser, "undefined").result.startswith("Result (undefined): undefined")
@@ -264,7 +268,9 @@ def test_raw_devtools_commands_stay_on_the_page(site: HTTPServer, tmp_path: Path
         assert system.call_outcome("browser_cdp", cdp).status == "denied"  # asks by default: nobody to ask
         seen: list[ApprovalRequest] = []
         ok = system.call_outcome("browser_cdp", cdp, approver=_approving(seen))
-        assert ok.status == "ok" and ok.result.startswith('Runtime.evaluate returned: {"result": {"type": "number"')
+        assert ok.status == "ok" and ok.result.startswith(
+            'Runtime.evaluate returned: {"result": {"type": "number"'
+        )
         assert '"value": 42' in ok.result and seen[0].kind == "browser_cdp"
         assert seen[0].subject.startswith('cdp Runtime.evaluate {"expression": "6 * 7"')
 
@@ -289,7 +295,9 @@ def test_raw_devtools_commands_stay_on_the_page(site: HTTPServer, tmp_path: Path
         page = system.call("browser_snapshot", {})
         assert f"— {site.url_for('/dialogs')}" in page and "TOP-SECRET" not in page
         still = system.call("browser_console", {"expression": "location.href"})
-        assert still.startswith(f"Result (string, {len(site.url_for('/dialogs'))} characters): http://127.0.0.2")
+        assert still.startswith(
+            f"Result (string, {len(site.url_for('/dialogs'))} characters): http://127.0.0.2"
+        )
 
 
 def test_new_browser_definitions_stay_small(make_builtin_system: Callable[..., ToolSystem]) -> None:

@@ -1,0 +1,185 @@
+"""``video_analyze``: frames sampled from a video, sent with a question to the ``[plugins.vision]`` model.
+
+The video is a workspace file (read through the path guard) or an http(s) URL (downloaded under the
+``[plugins.web]`` network policy); ffprobe and ffmpeg run in the sandbox (``_video_frames``). Hidden, with the
+reason, without ffmpeg, without a vision model, or when commands cannot run here.
+
+```toml
+[plugins.video_analyze]
+frames = 8               # frames sampled when the call does not say (at most max_frames)
+max_frames = 24
+frame_width = 768        # pixels; frames are scaled down to this width
+max_bytes = 200_000_000  # largest video downloaded from a URL
+timeout = 120            # seconds for ffprobe and ffmpeg
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
+
+TOOLSET = "vision"
+SECTION = "video_analyze"
+DEFAULT_QUESTION = "Describe what happens in this video."
+
+SCHEMA: dict[str, Any] = {
+    "name": "video_analyze",
+    "description": (
+        "Ask a vision model about a video: frames sampled evenly (from start to end) go to the model with your "
+        "question. video is a workspace file path or an http(s) URL."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "video": {"type": "string", "description": "Path or URL of the video."},
+            "question": {"type": "string", "description": "What to find out (default: what happens)."},
+            "frames": {"type": "integer", "minimum": 1, "description": "How many frames (default 8)."},
+            "start": {"type": "number", "minimum": 0, "description": "Seconds."},
+            "end": {"type": "number", "minimum": 0, "description": "Seconds."},
+        },
+        "required": ["video"],
+        "additionalProperties": False,
+    },
+}
+
+
+@dataclass(frozen=True)
+class VideoSettings:
+    frames: int = 8
+    max_frames: int = 24
+    frame_width: int = 768
+    max_bytes: int = 200_000_000
+    timeout: float = 120.0
+
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any]) -> VideoSettings:
+        from ._web_settings import _int, _number
+
+        most = _int(section, SECTION, "max_frames", 24, 1)
+        return cls(
+            frames=min(_int(section, SECTION, "frames", 8, 1), most),
+            max_frames=most,
+            frame_width=_int(section, SECTION, "frame_width", 768, 16),
+            max_bytes=_int(section, SECTION, "max_bytes", 200_000_000, 1),
+            timeout=_number(section, SECTION, "timeout", 120.0),
+        )
+
+
+def _source(video: str, folder: Path, limit: int, context: CallContext) -> Path:
+    """The video as a local file: a guarded workspace path, or a URL downloaded into ``folder``."""
+    source = video.strip()
+    if not source:
+        raise ToolError("video is empty; give a file path or a URL")
+    if source.lower().startswith(("http://", "https://")):
+        from hermes_core.fileio import atomic_write
+
+        from . import web
+        from ._web_extract import download
+
+        web_settings = web.settings_of(context)
+        body = download(web.fetch_client(context, web_settings), web_settings, source, limit).body
+        path = folder / "video"
+        atomic_write(path, body, fsync=False)
+        return path
+    if "://" in source:
+        raise ToolError(f"unsupported video source {source!r}; use a file path or an http(s) URL")
+    raw = Path(source).expanduser()
+    path = Path(context.guard_path(raw if raw.is_absolute() else Path(context.workspace) / raw, "read"))
+    if not path.is_file():
+        raise ToolError(f"video file not found: {source}" if not path.exists() else f"{source} is not a file")
+    return path
+
+
+def video_analyze(
+    video: str,
+    question: str = DEFAULT_QUESTION,
+    frames: int | None = None,
+    start: float | None = None,
+    end: float | None = None,
+    *,
+    context: CallContext,
+) -> str:
+    """The vision model's answer about frames of ``video`` (see ``SCHEMA``)."""
+    import shutil
+    import tempfile
+
+    from hermes_core.sandbox import sandbox_for
+
+    from . import _video_frames as vf
+    from . import _vision, web
+    from ._web_settings import SettingsError
+
+    try:
+        settings = VideoSettings.from_config(context.plugin_config(SECTION))
+        vision = _vision.settings_of(context)
+        client = web.api_client(context, web.settings_of(context))
+    except SettingsError as err:
+        raise ToolError(str(err), retryable=False) from None
+    count = frames or settings.frames
+    if count > settings.max_frames:
+        raise ToolError(f"at most {settings.max_frames} frames ([plugins.{SECTION}] max_frames), not {count}")
+    workspace = Path(context.workspace).resolve()
+    folder = Path(tempfile.mkdtemp(prefix="hermes-video-"))
+    try:
+        path = _source(video, folder, settings.max_bytes, context)
+        box = sandbox_for(context)
+        found = vf.probe(box, path, folder, workspace, settings.timeout)
+        at = vf.times(found.duration, count, start, end)
+        images = vf.extract(box, path, at, folder, workspace, settings.frame_width, settings.timeout)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    length = f"a {vf.clock(found.duration)} video" if found.duration is not None else "a video"
+    name = video.strip().rsplit("/", 1)[-1]
+    prompt = (
+        f"{question.strip() or DEFAULT_QUESTION}\n\n"
+        f"Below are {len(at)} frame(s) of {length} ({name}, {found.width}x{found.height}), in order."
+    )
+    captions = [f"Frame {i} of {len(at)}, at {vf.clock(t)}:" for i, t in enumerate(at, 1)]
+    answer = _vision.analyze_frames(client, vision, prompt, list(zip(captions, images, strict=True)))
+    return f"{answer}\n\n(frames at {', '.join(vf.clock(t) for t in at)} of {length})"
+
+
+def video_available(system: Any) -> tuple[bool, str] | Unavailable:
+    """Shown with ffmpeg and ffprobe installed, a vision model configured and commands able to run."""
+    import shutil
+
+    from hermes_core.sandbox import readiness
+
+    from ._vision import available
+    from ._web_settings import SettingsError
+
+    missing = [tool for tool in ("ffmpeg", "ffprobe") if shutil.which(tool) is None]
+    if missing:
+        return Unavailable(
+            f"needs {' and '.join(missing)} to sample frames (apt install ffmpeg)", fix="apt install ffmpeg"
+        )
+    model = available(system)
+    if isinstance(model, Unavailable) or not model[0]:
+        return model
+    try:
+        VideoSettings.from_config(system.plugin_config(SECTION))
+    except SettingsError as err:
+        return False, str(err)
+    ready = readiness(system)
+    if not ready:
+        return Unavailable(ready.reason, fix=ready.fix)
+    return True, ""
+
+
+def register(registry: ToolRegistry) -> None:
+    """Register ``video_analyze`` (toolset "vision")."""
+    registry.register(
+        name="video_analyze",
+        toolset=TOOLSET,
+        schema=SCHEMA,
+        handler=video_analyze,
+        check_fn=video_available,
+        emoji="🎞️",
+        max_result_size_chars=20_000,
+        parallel_safe=True,
+    )
