@@ -9,7 +9,7 @@ import json
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -298,13 +298,3 @@ def test_raw_devtools_commands_stay_on_the_page(site: HTTPServer, tmp_path: Path
         assert still.startswith(
             f"Result (string, {len(site.url_for('/dialogs'))} characters): http://127.0.0.2"
         )
-
-
-def test_new_browser_definitions_stay_small(make_builtin_system: Callable[..., ToolSystem]) -> None:
-    from hermes_core.schema import render
-
-    system = make_builtin_system()
-    everything = frozenset(system.registry.names())
-    for name in ("browser_console", "browser_dialog", "browser_vision", "browser_cdp"):
-        size = len(json.dumps(render(system.tool_schema(system.registry.get(name), everything), "openai")))
-        assert size <= 1000, (name, size)

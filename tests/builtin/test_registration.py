@@ -19,7 +19,7 @@ import hermes_builtin.plugin
 from hermes_core import ToolSystem
 from hermes_core.plugins import PluginLoadError
 
-BUILTIN_TOOLS = 49  # the built-in plugin's tools, tool_search included (a copy must load every one)
+BUILTIN_TOOLS = 53  # the built-in plugin's tools, tool_search included (a copy must load every one)
 
 PROBE = textwrap.dedent(
     """
