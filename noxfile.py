@@ -64,6 +64,7 @@ def bench(session: nox.Session) -> None:
         "bench_async.py",
         "bench_redact.py",
         "bench_sandbox.py",
+        "bench_media.py",
     ):
         session.run("python", f"benchmarks/{script}")
     session.run("python", "benchmarks/bench_agent.py")
