@@ -65,6 +65,7 @@ def bench(session: nox.Session) -> None:
         "bench_redact.py",
         "bench_sandbox.py",
         "bench_media.py",
+        "bench_environment.py",
     ):
         session.run("python", f"benchmarks/{script}")
     session.run("python", "benchmarks/bench_agent.py")

@@ -47,7 +47,20 @@ BROWSER_TOOLS: list[str] = [
 ]
 MEDIA_TOOLS: list[str] = ["image_generate", "video_generate", "text_to_speech"]
 HOMEASSISTANT_TOOLS: list[str] = ["ha_list_entities", "ha_get_state", "ha_list_services", "ha_call_service"]
-KANBAN_TOOLS: list[str] = ["kanban_create", "kanban_list", "kanban_update"]
+KANBAN_TOOLS: list[str] = [
+    "kanban_create",
+    "kanban_list",
+    "kanban_show",
+    "kanban_claim",
+    "kanban_heartbeat",
+    "kanban_complete",
+    "kanban_block",
+    "kanban_unblock",
+    "kanban_comment",
+    "kanban_attach",
+    "kanban_link",
+    "kanban_update",
+]
 DISCORD_TOOLS: list[str] = ["discord", "discord_admin"]
 FEISHU_TOOLS: list[str] = [
     "feishu_doc_read",
@@ -110,6 +123,7 @@ TOOLSETS: dict[str, dict[str, Any]] = {
             "skills_list",
             "skill_view",
             "kanban_list",
+            "kanban_show",
         ],
     },
     "agents": {

@@ -2,8 +2,9 @@
 
 The public names live here; everything else in ``hermes_core`` is an implementation detail unless
 its module documents otherwise (``hermes_core.schema``, ``hermes_core.security``, ``hermes_core.testing``,
-``hermes_core.agent``, ``hermes_core.models`` and ``hermes_core.selection``: the tool-search names for ranker
-plugins).
+``hermes_core.sandbox``, ``hermes_core.environments``, ``hermes_core.agent``, ``hermes_core.models``,
+``hermes_core.selection``: the tool-search names for ranker plugins, ``hermes_core.scheduler``: scheduled jobs,
+and ``hermes_core.stores``: the shared SQL stores).
 """
 
 from __future__ import annotations

@@ -21,9 +21,11 @@ blocked = ["hermes-weather"]
 [plugins.ratelimit]               # each plugin's own section, read with CallContext.plugin_config()
 redis_url = { env = "RATELIMIT_REDIS_URL" }   # secrets may point at an env var or a file
 [approvals]                       # see hermes_core.security: policy and the "always" allowlist
-[sandbox]                         # where commands run: see hermes_core.sandbox
+[sandbox]                         # the walls of local commands: see hermes_core.sandbox
 backend = "auto"                  # auto | bwrap | landlock | none
 network = "on"
+[environment]                     # where a session's commands and files live: see hermes_core.environments
+kind = "local"                    # local | container | ssh | a plugin's kind
 [mcp.servers.files]
 command = "mcp-server-files"
 args = ["--root", "."]
@@ -102,6 +104,20 @@ _SHAPE: dict[str, Any] = {
         },
     },
     "session": {"workspace": str},
+    "scheduler": {
+        "in_process": bool,  # run the scheduler in hermes chat / mcp serve (unset: yes) and library hosts (no)
+        "store": str,  # a URL (sqlite:///PATH, postgresql://...) or a path; default <data dir>/scheduler/jobs.db
+        "catch_up": str,  # once | skip
+        "grace": _NUM,
+        "tick": _NUM,
+        "lease": _NUM,
+        "max_concurrent": int,
+        "model": str,  # agent jobs' defaults
+        "toolsets": _LIST_OF_STR,
+        "max_turns": int,
+        "deliver": (str, list),
+        "jobs": {"*": dict},  # [scheduler.jobs.NAME]: schedule, prompt or tool/arguments, deliver...
+    },
     "models": {
         "default": str,
         "*": {
@@ -141,6 +157,8 @@ _SHAPE: dict[str, Any] = {
         },
         "tools": {"*": {"network": str}},
     },
+    # where a session's commands and files live (see hermes_core.environments); each kind reads its own table
+    "environment": {"kind": str, "container": dict, "ssh": dict, "*": dict},
 }
 
 

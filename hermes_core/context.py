@@ -11,10 +11,19 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from .errors import ToolError
 
 if TYPE_CHECKING:
+    from .environments import Environment
     from .host import AskUser, Host
     from .session import Session
 
-__all__ = ["ApprovalDenied", "CallContext", "Guard", "calls_in_workspace", "workspace_override"]
+__all__ = [
+    "ApprovalDenied",
+    "CallContext",
+    "Guard",
+    "approver_override",
+    "calls_approved_by",
+    "calls_in_workspace",
+    "workspace_override",
+]
 
 T = TypeVar("T")
 _unbound_stash: Any = None  # the stash of contexts made without a system (tests, scripts)
@@ -37,6 +46,26 @@ def calls_in_workspace(path: str | Path) -> Iterator[Path]:
         yield resolved
     finally:
         _WORKSPACE.reset(token)
+
+
+_APPROVER: ContextVar[Any] = ContextVar("hermes_approver", default=None)
+
+
+def approver_override() -> Any:
+    """The approver set by an enclosing ``calls_approved_by`` block, if any."""
+    return _APPROVER.get()
+
+
+@contextlib.contextmanager
+def calls_approved_by(approver: Any) -> Iterator[None]:
+    """Tool calls made inside this block (same thread or task, and what they start) that bring no approver of
+    their own are approved by ``approver`` instead of the system's. Scheduled jobs use it to run headless (the
+    standing approvals still apply) even inside a host whose approver asks a person at a terminal."""
+    token = _APPROVER.set(approver)
+    try:
+        yield
+    finally:
+        _APPROVER.reset(token)
 
 
 class ApprovalDenied(ToolError):
@@ -62,7 +91,8 @@ class CallContext:
     """Who is calling and how to reach the user; handlers opt in with a ``context`` parameter.
 
     ``host`` is the tool system as tools see it (``hermes_core.host.Host``: config, stash, sessions, calls
-    through the pipeline); ``session`` this conversation's state. ``guard_command`` and ``guard_path`` run the
+    through the pipeline); ``session`` this conversation's state; ``environment`` where its commands and files
+    live. ``guard_command`` and ``guard_path`` run the
     security layer and the approval flow: they return when the action may go ahead and raise ``ApprovalDenied``
     (a ``ToolError``) when it may not. ``approver`` is the approver of this call when its caller brought one
     (an MCP client, a chat UI), else None: the system's approver decides.
@@ -125,6 +155,14 @@ class CallContext:
         from .session import Session
 
         return Session(self.session_id)
+
+    @property
+    def environment(self) -> Environment:
+        """This call's session environment (``hermes_core.environments.environment_for(context)``): where its
+        commands and file operations happen, made on first use and closed with the session."""
+        from .environments import environment_for
+
+        return environment_for(self)
 
     @property
     def can_ask_user(self) -> bool:

@@ -22,11 +22,18 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "RESOLVE_BENEATH",
+    "RESOLVE_NO_MAGICLINKS",
+    "RESOLVE_NO_SYMLINKS",
+    "RESOLVE_NO_XDEV",
     "SymlinkError",
     "atomic_write",
+    "atomic_write_at",
     "atomic_write_nofollow",
     "open_dir_nofollow",
     "open_nofollow",
+    "openat2",
+    "openat2_available",
     "unlink_nofollow",
 ]
 
@@ -106,9 +113,10 @@ class SymlinkError(OSError):
         super().__init__(errno.ELOOP, message, os.fspath(path))
 
 
-_RESOLVE_NO_MAGICLINKS = 0x02
-_RESOLVE_NO_SYMLINKS = 0x04
-_RESOLVE_BENEATH = 0x08
+RESOLVE_NO_XDEV = 0x01
+RESOLVE_NO_MAGICLINKS = _RESOLVE_NO_MAGICLINKS = 0x02
+RESOLVE_NO_SYMLINKS = _RESOLVE_NO_SYMLINKS = 0x04
+RESOLVE_BENEATH = _RESOLVE_BENEATH = 0x08
 _SYS_OPENAT2 = 437  # the same number on every Linux architecture (new system calls share one table)
 _openat2_state: dict[str, Any] = {}
 _openat2_lock = threading.Lock()
@@ -128,23 +136,63 @@ def _parts(path: str | os.PathLike[str]) -> list[str]:
     return parts
 
 
+def openat2(dir_fd: int, path: str, flags: int, mode: int = 0, resolve: int = 0) -> int:
+    """The ``openat2`` system call: open ``path`` relative to ``dir_fd`` with ``RESOLVE_*`` flags ``resolve``
+    (``O_CLOEXEC`` added). Raises ``OSError`` (``ENOSYS`` where the kernel or platform has none: check
+    ``openat2_available()``)."""
+    call = _openat2_raw()
+    if call is None:
+        raise OSError(errno.ENOSYS, "openat2 is not available here", path)
+    return call(dir_fd, path, flags, mode, resolve)
+
+
+def openat2_available() -> bool:
+    """Whether ``openat2`` works here (Linux 5.6+, and no system-call filter forbids it)."""
+    return _openat2_call() is not None
+
+
+def _openat2_raw() -> Callable[[int, str, int, int, int], int] | None:
+    with _openat2_lock:
+        if "raw" not in _openat2_state:
+            raw: Callable[[int, str, int, int, int], int] | None = None
+            if os.uname().sysname == "Linux":
+                try:
+                    raw = _make_openat2()
+                except (OSError, AttributeError, ImportError):
+                    raw = None
+            _openat2_state["raw"] = raw
+        return _openat2_state["raw"]  # type: ignore[no-any-return]
+
+
 def _openat2_call() -> Callable[[str, int, int], int] | None:
-    """The ``openat2`` system call through ctypes, or None when this kernel or platform has none."""
+    """``openat2`` beneath ``/`` with no symbolic link allowed, or None when this kernel or platform has none."""
+    raw = _openat2_raw()
     with _openat2_lock:
         if "call" in _openat2_state:
             return _openat2_state["call"]  # type: ignore[no-any-return]
         call: Callable[[str, int, int], int] | None = None
-        if os.uname().sysname == "Linux":
+        if raw is not None:
+            root = os.open("/", getattr(os, "O_PATH", os.O_RDONLY) | _DIRECTORY | _CLOEXEC)
+            resolve = _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS | _RESOLVE_BENEATH
+
+            def beneath_root(rel: str, flags: int, mode: int) -> int:
+                try:
+                    return raw(root, rel, flags, mode, resolve)
+                except OSError as exc:
+                    raise OSError(exc.errno, exc.strerror, "/" + rel) from None
+
             try:
-                call = _make_openat2()
-                os.close(call("", os.O_RDONLY | _DIRECTORY, 0))  # none, or a filter forbids it: walk instead
-            except (OSError, AttributeError, ImportError):
-                call = None
+                os.close(
+                    beneath_root("", os.O_RDONLY | _DIRECTORY, 0)
+                )  # a filter may forbid it: walk instead
+                call = beneath_root
+            except OSError:
+                os.close(root)
         _openat2_state["call"] = call
         return call
 
 
-def _make_openat2() -> Callable[[str, int, int], int]:
+def _make_openat2() -> Callable[[int, str, int, int, int], int]:
     import ctypes
 
     syscall = ctypes.CDLL(None, use_errno=True).syscall
@@ -153,19 +201,18 @@ def _make_openat2() -> Callable[[str, int, int], int]:
     class OpenHow(ctypes.Structure):
         _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
 
-    root = os.open("/", getattr(os, "O_PATH", os.O_RDONLY) | _DIRECTORY | _CLOEXEC)
-    resolve = _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS | _RESOLVE_BENEATH
+    size = ctypes.sizeof(OpenHow)
 
-    def openat2(rel: str, flags: int, mode: int) -> int:
+    def raw(dir_fd: int, rel: str, flags: int, mode: int, resolve: int) -> int:
         how = OpenHow(flags | _CLOEXEC, mode if flags & (os.O_CREAT | _TMPFILE) else 0, resolve)
         name = (rel or ".").encode("utf-8", "surrogateescape")
-        fd = int(syscall(_SYS_OPENAT2, root, name, ctypes.byref(how), ctypes.sizeof(how)))
+        fd = int(syscall(_SYS_OPENAT2, dir_fd, name, ctypes.byref(how), size))
         if fd < 0:
             err = ctypes.get_errno()
-            raise OSError(err, os.strerror(err), "/" + rel)
+            raise OSError(err, os.strerror(err), rel)
         return fd
 
-    return openat2
+    return raw
 
 
 def _walk(parts: list[str], *, create: bool = False, mode: int = 0o777) -> int:
@@ -258,45 +305,54 @@ def atomic_write_nofollow(
     parts = _parts(path)
     if not parts:
         raise IsADirectoryError(errno.EISDIR, "is a directory", "/")
-    name = parts[-1]
     payload = data.encode(encoding) if isinstance(data, str) else data
     dir_fd = open_dir_nofollow("/" + "/".join(parts[:-1]), create=create_parents)
     try:
-        existed = False
-        try:
-            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-            existed = True
-            if stat.S_ISLNK(st.st_mode):
-                raise SymlinkError(path)
-            if stat.S_ISDIR(st.st_mode):
-                raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(path))
-            keep = stat.S_IMODE(st.st_mode)
-        except FileNotFoundError:
-            keep = 0o666 & ~_umask()
-        if mode is not None:
-            keep = mode
-        import secrets  # not at import: it pulls in random
-
-        tmp = f".{name[:200]}.{secrets.token_hex(6)}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600, dir_fd=dir_fd)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(payload)
-                fh.flush()
-                if fsync:
-                    os.fsync(fh.fileno())
-                os.fchmod(fh.fileno(), keep)
-            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=dir_fd)
-            raise
-        if fsync:
-            with contextlib.suppress(OSError):
-                os.fsync(dir_fd)
-        return existed
+        return atomic_write_at(dir_fd, parts[-1], payload, mode=mode, fsync=fsync, shown=os.fspath(path))
     finally:
         os.close(dir_fd)
+
+
+def atomic_write_at(
+    dir_fd: int, name: str, data: bytes, *, mode: int | None = None, fsync: bool = True, shown: str = ""
+) -> bool:
+    """Replace the entry ``name`` of the directory ``dir_fd`` with ``data`` atomically (a temporary file in that
+    directory, renamed over it); an existing symbolic link or directory there is refused. Returns True when the
+    file existed before; keeps its permission bits unless ``mode`` is given."""
+    where = shown or name
+    existed = False
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        existed = True
+        if stat.S_ISLNK(st.st_mode):
+            raise SymlinkError(where)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", where)
+        keep = stat.S_IMODE(st.st_mode)
+    except FileNotFoundError:
+        keep = 0o666 & ~_umask()
+    if mode is not None:
+        keep = mode
+    import secrets  # not at import: it pulls in random
+
+    tmp = f".{name[:200]}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600, dir_fd=dir_fd)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            if fsync:
+                os.fsync(fh.fileno())
+            os.fchmod(fh.fileno(), keep)
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
+    if fsync:
+        with contextlib.suppress(OSError):
+            os.fsync(dir_fd)
+    return existed
 
 
 def unlink_nofollow(path: str | os.PathLike[str]) -> None:

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
     from .context import CallContext
     from .decisions import CallOutcome
+    from .environments import Environment
     from .registry import ToolEntry, ToolRegistry
     from .selection.ranking import Ranker, ToolDoc
     from .system import ToolSystem
@@ -58,6 +59,11 @@ def transform_tool_result(
 @hookspec
 def register_commands(cli: Any) -> None:
     """Add commands to the ``hermes`` CLI: ``cli`` is its click group."""
+
+
+@hookspec
+def register_environments() -> dict[str, type[Environment]] | None:
+    """Return environment kinds: ``{name: Environment subclass}``, chosen with ``[environment] kind = name``."""
 
 
 @hookspec

@@ -4,6 +4,10 @@ Tools keep what belongs to one conversation (background processes, an environmen
 search loaded, a browser page) in ``context.session.stash(key, factory)``; it is cleaned up when that session
 closes (``Sessions.close(id)``: an MCP client disconnects or idles out, an agent run ends) or with the system.
 Nothing is shared between sessions unless a tool shares it on purpose (a store on disk, the system's stash).
+
+A session also carries notifications for whoever drives it (``notify``): a background process that finished
+or printed a watched line. The agent loop (or a chat UI, or an MCP server) takes them with ``notifications()``
+between turns, or waits for one with ``wait_notification``.
 """
 
 from __future__ import annotations
@@ -26,13 +30,32 @@ log = logging.getLogger("hermes")
 class Session:
     """One conversation's state: ``stash`` values and ``on_close`` callbacks, released by ``close()``."""
 
-    __slots__ = ("_closers", "_stash", "id", "last_used")
+    __slots__ = ("_closers", "_noted", "_notes", "_stash", "id", "last_used")
 
     def __init__(self, session_id: str) -> None:
         self.id = session_id
         self.last_used = time.monotonic()
         self._stash = Stash()
         self._closers = itertools.count()
+        self._notes: list[str] = []
+        self._noted = threading.Condition()
+
+    def notify(self, message: str) -> None:
+        """Queue ``message`` for whoever drives this session (it wakes ``wait_notification``)."""
+        with self._noted:
+            self._notes.append(message)
+            self._noted.notify_all()
+
+    def notifications(self) -> list[str]:
+        """Take the queued notifications, oldest first (each is returned once)."""
+        with self._noted:
+            taken, self._notes = self._notes, []
+        return taken
+
+    def wait_notification(self, timeout: float | None = None) -> bool:
+        """Wait until a notification is queued (or ``timeout`` seconds pass); True when one is waiting."""
+        with self._noted:
+            return self._noted.wait_for(lambda: bool(self._notes), timeout)
 
     def stash(self, key: str, factory: Callable[[], T], cleanup: Callable[[T], Any] | None = None) -> T:
         """This session's value under ``key``, made by ``factory()`` on first use and cleaned up with the session

@@ -10,7 +10,7 @@ from typing import Any, Literal, TypeVar
 
 from . import paths
 from .config import Config, load_config
-from .context import CallContext, Guard, workspace_override
+from .context import CallContext, Guard, approver_override, workspace_override
 from .decisions import CallOutcome
 from .host import AskUser, SystemHost
 from .plugins import PluginHost, PluginRecord
@@ -36,6 +36,11 @@ def _env_list(var: str) -> list[str] | None:
     if raw is None:
         return None
     return [p.strip() for p in raw.split(",") if p.strip()]
+
+
+def _scheduler_opted_in(config: Config) -> bool:
+    settings = config.data.get("scheduler")
+    return isinstance(settings, dict) and settings.get("in_process") is True
 
 
 def _env_flag(var: str) -> bool:
@@ -111,6 +116,7 @@ class ToolSystem:
         self.pipeline.closers.append(self.sessions.close_all)  # sessions close before the system's stash
         self._closed = False
         self._mcp: Any = None  # the MCP client (hermes_core.mcp.client.McpClients) once servers start
+        self._scheduler: Any = None  # hermes_core.scheduler.Scheduler once start_scheduler() ran
 
     def _security_gate(self) -> Guard:
         from .pipeline._guard import SecurityGuard  # the security layer loads with the first guarded action
@@ -160,7 +166,7 @@ class ToolSystem:
             ask_user=ask_user if ask_user is not None else self.ask_user,
             guard=self._guard,
             enabled=self.selector.selected(enabled),
-            approver=approver,
+            approver=approver if approver is not None else approver_override(),  # a scheduled job's
         )
 
     # -- sessions ----------------------------------------------------------------------------------------
@@ -196,6 +202,7 @@ class ToolSystem:
         mcp: bool = True,
         enabled: Names = None,
         disabled: Names = None,
+        scheduler: bool | None = None,
     ) -> ToolSystem:
         """Build a system: read the config, load entry points, drop-ins and ``plugins``, run their hooks.
 
@@ -207,6 +214,9 @@ class ToolSystem:
         ``enabled``/``disabled`` (toolsets or tool names) set the host's selection, replacing the config's: it is
         what ``definitions()`` offers and all that ``call()``, ``acall()`` and ``call_many()`` will run when a
         call passes no selection of its own; a call to any other tool is refused with a message for the model.
+
+        ``scheduler=True`` (or ``[scheduler] in_process = true``) runs the scheduled jobs in this process
+        (``start_scheduler``); without it nothing of the scheduler is imported.
         """
         cfg = load_config(config)
         if strict is None:
@@ -256,6 +266,8 @@ class ToolSystem:
         system.pipeline.refresh_hooks()
         if mcp and cfg.mcp_servers:
             system._start_mcp()
+        if scheduler or (scheduler is None and _scheduler_opted_in(cfg)):
+            system.start_scheduler()
         return system
 
     def _define_plugin_toolsets(self, specs: Mapping[str, Any], plugin: str | None) -> None:
@@ -312,6 +324,24 @@ class ToolSystem:
         if self._mcp is None:
             raise KeyError(f"no MCP server named {name!r} (none configured)")
         return bool(self._mcp.restart(name))
+
+    # -- scheduler ---------------------------------------------------------------------------------------
+
+    @property
+    def scheduler(self) -> Any:
+        """The ``hermes_core.scheduler.Scheduler`` running in this process, or None."""
+        return self._scheduler
+
+    def start_scheduler(self, **options: Any) -> Any:
+        """Run the scheduled jobs in this process (a daemon thread, stopped by ``close``) and return the
+        ``Scheduler``; ``options`` go to its constructor. Several processes may do this: each slot runs once."""
+        if self._scheduler is None:
+            from .scheduler import Scheduler
+
+            self._scheduler = Scheduler(self, **options)
+            self.on_close(self._scheduler.stop)
+        self._scheduler.start()
+        return self._scheduler
 
     # -- plugins -----------------------------------------------------------------------------------------
 

@@ -168,6 +168,32 @@ def test_on_agent_message() -> None:
     assert module.TRANSCRIPT == [("s1", "-> shout"), ("s1", "it said HI!")]
 
 
+def test_register_environments(tmp_path) -> None:
+    import hermes_builtin.plugin
+
+    module = example("register_environments")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with ToolSystem.load(
+        plugins_dir=False,
+        load_entry_points=False,
+        plugins=[hermes_builtin.plugin, module],
+        workspace=workspace,
+        config={"environment": {"kind": "recorded"}},
+    ) as system:
+        assert system.call("terminal", {"command": "cd /tmp && export GREETING=hi"}).endswith("s]")
+        out = system.call("terminal", {"command": "echo $GREETING from $PWD"})
+        assert out.startswith("hi from /tmp\n")  # the local kind's session shell, behind its walls
+        other = system.call("terminal", {"command": "echo ${GREETING:-none}"}, session_id="other")
+        assert other.startswith("none\n")  # another session, another environment
+    assert [c for _, c in module.COMMANDS] == [
+        "cd /tmp && export GREETING=hi",
+        "echo $GREETING from $PWD",
+        "echo ${GREETING:-none}",
+    ]
+    assert {s for s, _ in module.COMMANDS} == {"default", "other"}
+
+
 @pytest.mark.parametrize("hook", sorted(HOOKS))
 def test_examples_compile(hook: str) -> None:
     assert example(hook) is not None

@@ -12,10 +12,12 @@ ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "hermes_core"
 
 # The public modules of hermes_core a plugin may import from (design.md), each by the names of its __all__.
-# hermes_core.cli is public for plugin commands (current_system); hermes_core.sandbox is the execution layer;
+# hermes_core.cli is public for plugin commands (current_system); hermes_core.sandbox is the execution layer's
+# walls and hermes_core.environments where a session's commands and files live;
 # safehttp the SSRF-guarded HTTP clients; agent and models the agent loop and model clients; content renders
 # outcomes with attachments for providers; selection the tool-search names (SEARCH_TOOL, ToolDoc, Ranker) that
-# ranker plugins and the built-in tool_search use.
+# ranker plugins and the built-in tool_search use; scheduler the jobs the cronjob tool makes, stores the SQL layer
+# the scheduler and the kanban board share.
 PUBLIC = {
     "hermes_core",
     "hermes_core.registry",
@@ -25,11 +27,14 @@ PUBLIC = {
     "hermes_core.testing",
     "hermes_core.cli",
     "hermes_core.sandbox",
+    "hermes_core.environments",
     "hermes_core.safehttp",
     "hermes_core.agent",
     "hermes_core.models",
     "hermes_core.content",
     "hermes_core.selection",
+    "hermes_core.scheduler",
+    "hermes_core.stores",
 }
 
 

@@ -24,6 +24,7 @@ def test_every_python_block_is_covered_here() -> None:
         "system = ToolSystem.load()",
         "from hermes_core.agent import",
         "def check_json(",
+        "def build(",
         "# hermes_shout/__init__.py",
         "def test_shout(",
         "system.search_tools(",
@@ -89,6 +90,28 @@ def test_the_sandboxed_tool_example_runs(tmp_path: Path) -> None:
         bad = system.call("check_json", {"path": "bad.json"})
     assert '"a": 1' in good and good.endswith("[exit code 0]")
     assert "Expecting value" in bad and bad.endswith("[exit code 1]")
+
+
+def test_the_environment_example_runs(tmp_path: Path) -> None:
+    from hermes_core import ToolSystem
+
+    namespace: dict[str, Any] = {"__name__": "readme_environment"}
+    exec(compile(block("def build("), "README.md", "exec"), namespace)
+    (tmp_path / "Makefile").write_text("hello:\n\t@echo built in $$PWD\n")
+    schema = {
+        "name": "build",
+        "description": "Build a make target.",
+        "parameters": {
+            "type": "object",
+            "properties": {"target": {"type": "string"}},
+            "required": ["target"],
+        },
+    }
+    with ToolSystem.load(plugins_dir=False, load_entry_points=False, workspace=tmp_path) as system:
+        system.registry.register("build", "build", schema, namespace["build"])
+        out = system.call("build", {"target": "hello"})
+    assert out == f"built in {tmp_path.resolve()}\n\n[exit code 0]"
+    assert (tmp_path / "build.log").read_text() == f"built in {tmp_path.resolve()}\n"
 
 
 def test_the_tool_search_example_runs(tmp_path: Path) -> None:

@@ -11,6 +11,8 @@ from ._app import HermesGroup, cli
 from ._approvals import approvals_group
 from ._call import EXIT_CODES, call_command
 from ._config_cmd import config_group
+from ._cron import cron_group
+from ._env import env_group
 from ._mcp import mcp_group
 from ._plugins import plugins_group
 from ._sandbox import sandbox_group
@@ -37,6 +39,8 @@ cli.add_command(run_command)
 cli.add_command(approvals_group)
 cli.add_command(mcp_group)
 cli.add_command(sandbox_group)
+cli.add_command(env_group)
+cli.add_command(cron_group)
 tools_group.add_command(search_command)
 
 

@@ -207,6 +207,11 @@ def chat_command(
     console = _console(sys.stdout)
     display = Display(console, show_text=True)
     agent = _make_agent(state, model, toolsets, max_turns, session, "chat", display)
+    from ._cron import start_host_scheduler
+
+    start_host_scheduler(
+        state.system()
+    )  # a long-lived process runs the scheduled jobs ([scheduler] in_process)
     tools = len(agent.system.available(agent.toolsets, agent.disabled))
     where = getattr(agent.client, "url", "")
     display.line(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -123,7 +124,8 @@ def call_command(name: str, arguments: tuple[str, ...], toolsets: tuple[str, ...
     @FILE to read it from a file, or key=value pairs (values are parsed as JSON when they parse: n=3 is a
     number, flag=true a boolean, else a string). An argument name the tool does not take is a usage error.
     On a terminal, dangerous actions ask for approval and tools may ask questions; otherwise anything needing
-    approval is denied.
+    approval is denied. The call runs in a session of its own that ends with the command: its shell state, its
+    private /tmp and any background process it started end too.
 
     \b
     Exit status: 0 ok, 1 error, 3 blocked (a policy hook refused it), 4 denied (not approved),
@@ -140,7 +142,12 @@ def call_command(name: str, arguments: tuple[str, ...], toolsets: tuple[str, ...
     entry = system.registry.get(name)
     if entry is not None:
         check_argument_names(entry, args)
-    outcome = system.call_outcome(name, args, enabled=list(toolsets) or None)
+    # one session for this process: its shell and environment last as long as the command, and end with it
+    session = f"cli-{os.getpid()}"
+    try:
+        outcome = system.call_outcome(name, args, enabled=list(toolsets) or None, session_id=session)
+    finally:
+        system.close_session(session)
     if as_json:
         emit_json(
             {

@@ -522,6 +522,13 @@ def _sandbox_problems(system: ToolSystem) -> list[Problem]:
     ]
 
 
+def _environment_problems(system: ToolSystem) -> list[Problem]:
+    """Whether the session environment can start (else the fix), and plugin kinds registered wrongly."""
+    from ..environments._diagnose import diagnose
+
+    return [Problem(f.severity, "environment", "environment", f.message, f.fix) for f in diagnose(system)]
+
+
 def _unique(problems: list[Problem]) -> list[Problem]:
     """Each problem once: the same finding reached by two checks (a plugin's load error and its isolated
     import, a clash seen from both plugins) is reported by the first."""
@@ -609,6 +616,7 @@ def run_doctor(system: ToolSystem, *, timeout: float = 30.0) -> DoctorReport:
     report.problems.extend(_mcp_problems(system))
     report.problems.extend(_override_problems(system))
     report.problems.extend(_sandbox_problems(system))
+    report.problems.extend(_environment_problems(system))
     report.problems = _unique(report.problems)
     for row in report.plugins:
         row["problems"] = sum(1 for p in report.problems if p.plugin == row["name"] and p.severity != "info")

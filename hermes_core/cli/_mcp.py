@@ -167,6 +167,9 @@ def serve_command(toolsets: tuple[str, ...], address: str | None, token: str | N
     for name in toolsets:
         toolset_members(system, name)  # an unknown toolset is a usage error
     server = McpServer(system, list(toolsets) or None)
+    from ._cron import start_host_scheduler
+
+    start_host_scheduler(system)  # a long-lived process runs the scheduled jobs ([scheduler] in_process)
     if address is None:
         anyio.run(server.serve_stdio)
         return

@@ -12,6 +12,7 @@ factory. Each call travels through the stages as one ``_Call``.
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import json
 import logging
@@ -610,7 +611,7 @@ class Pipeline:
                     with gate:
                         return one(i)
 
-                futures = {i: pool.submit(gated, i) for i in batch}
+                futures = {i: pool.submit(contextvars.copy_context().run, gated, i) for i in batch}
                 for i, fut in futures.items():
                     results[i] = fut.result()
             batch.clear()

@@ -13,7 +13,8 @@ never skips another's hook; what an exception means is decided here, per hook:
 - ``post_tool_call``: logged; the outcome is unchanged and later observers still run.
 - ``transform_tool_result``: logged; the text stays as the previous plugin left it. Later plugins see earlier
   rewrites.
-- ``register_tools``, ``register_toolsets``, ``register_commands``: called per plugin through ``each``, which
+- ``register_tools``, ``register_toolsets``, ``register_commands``, ``register_environments``: called per plugin
+  through ``each``, which
   hands the failure back to the caller (the plugin host rolls the plugin back and records it). These hooks
   change shared state once per plugin, so wrappers for them are refused at registration (``refusals``).
 
@@ -41,7 +42,9 @@ log = logging.getLogger("hermes.plugins")
 PRE_ARGS = ("name", "arguments", "entry", "context")
 POST_ARGS = (*PRE_ARGS, "outcome")
 TRANSFORM_ARGS = (*PRE_ARGS, "result")
-ONCE_PER_PLUGIN = frozenset({"register_tools", "register_toolsets", "register_commands"})
+ONCE_PER_PLUGIN = frozenset(
+    {"register_tools", "register_toolsets", "register_commands", "register_environments"}
+)
 
 
 def _new_id() -> str:

@@ -127,7 +127,40 @@ _STASH_KEY = "sandbox"
 _unbound: Sandbox | None = None
 
 
-def _make(system: Any) -> Sandbox:
+class _SessionWalls:
+    """A session's own sandbox and private ``/tmp`` when its environment is not the local one."""
+
+    def __init__(self, system: Any, workspace: Any) -> None:
+        import shutil
+        import tempfile
+        import weakref
+        from pathlib import Path
+
+        self.tmp = Path(tempfile.mkdtemp(prefix="hermes-session-"))
+        self.sandbox = _make(system, workspace=workspace, tmp=self.tmp)
+        self._remove_tmp = weakref.finalize(self, shutil.rmtree, str(self.tmp), True)
+
+    def close(self) -> None:
+        self.sandbox.close()
+        self._remove_tmp()
+
+
+def _session_sandbox(context: Any) -> Sandbox:
+    from ..environments import EnvironmentUnavailable, environment_for
+
+    try:
+        box = getattr(environment_for(context), "sandbox", None)
+    except EnvironmentUnavailable:
+        box = None
+    if isinstance(box, Sandbox):
+        return box
+    walls: _SessionWalls = context.session.stash(
+        f"sandbox:{context.workspace}", lambda: _SessionWalls(context.host, context.workspace)
+    )
+    return walls.sandbox
+
+
+def _make(system: Any, workspace: Any = None, tmp: Any = None) -> Sandbox:
     from ..config import ConfigError
 
     try:
@@ -138,7 +171,11 @@ def _make(system: Any) -> Sandbox:
     if system.config.path is not None:
         hidden.append(system.config.path)
     return Sandbox(
-        settings, workspace=system.workspace, hidden=hidden, network_approval=_network_approval(system)
+        settings,
+        workspace=workspace or system.workspace,
+        hidden=hidden,
+        tmp=tmp,
+        network_approval=_network_approval(system),
     )
 
 
@@ -163,11 +200,14 @@ def _network_approval(system: Any) -> Any:
 
 
 def sandbox_for(owner: Any = None) -> Sandbox:
-    """The sandbox of a tool system: pass the handler's ``context`` (or the ``ToolSystem``).
+    """The sandbox of a call's session: pass the handler's ``context`` (or a ``ToolSystem`` for the system's).
 
-    It is made on first use from the system's ``[sandbox]`` configuration and closed with the system
-    (every process still running in it is ended). Without a system, one process-wide default sandbox.
+    A call's sandbox is its session's (made on first use from the ``[sandbox]`` configuration, closed with the
+    session): its ``/tmp`` is the session's private one, the same folder the file tools and ``terminal`` see.
+    A system's is made the same way and closed with the system. Without a system, one process-wide default.
     """
+    if owner is not None and getattr(owner, "host", None) is not None and hasattr(owner, "session_id"):
+        return _session_sandbox(owner)
     system = getattr(owner, "host", owner) if owner is not None else None
     if system is not None and hasattr(system, "stash"):
         sandbox: Sandbox = system.stash(_STASH_KEY, lambda: _make(system))

@@ -129,8 +129,9 @@ class BwrapBackend:
             args.append("--unshare-net")
         args += ["--dev", "/dev", "--proc", "/proc"]
         # (depth, order, args): shallow mounts first, so deeper ones land on top of them
+        tmp = ["--bind", str(layout.tmp), "/tmp"] if layout.tmp is not None else ["--tmpfs", "/tmp"]
         ops: list[tuple[int, int, list[str]]] = [
-            (1, 0, ["--tmpfs", "/tmp"]),
+            (1, 0, tmp),
             (2, 0, ["--tmpfs", "/var/tmp"]),
         ]
         for path, target in layout.system:

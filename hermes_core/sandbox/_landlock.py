@@ -283,7 +283,7 @@ class LandlockBackend:
             for path in layout.read_only:
                 ruleset.allow_except(path, _RO, excluded)
             everything = _fs_rights(self.abi)
-            for path in [*layout.read_write, private]:
+            for path in [*layout.read_write, private, *([layout.tmp] if layout.tmp else [])]:
                 ruleset.allow(path, everything)
             for device in _DEVICES:
                 ruleset.allow(device, _DEV)
@@ -333,7 +333,7 @@ class LandlockBackend:
         seccomp = self._installer(inet, unix_sockets)
         ruleset, private = self._ruleset(layout, tcp, reuse)
         child_env = dict(env)
-        child_env["TMPDIR"] = str(private / "tmp")
+        child_env["TMPDIR"] = str(layout.tmp or private / "tmp")
         child_env["HOME"] = str(private / "home")
         restrict = ruleset.restrictor(os.geteuid() == 0, _last_cap(), enter, seccomp)
         launch = Launch(argv=list(argv), env=child_env, cwd=str(cwd), pid_namespace=False, preexec=[restrict])

@@ -122,7 +122,8 @@ class Layout:
     ``read_write`` the other visible trees; ``hidden`` what must stay invisible although it lies inside a
     visible tree (the backend masks it or refuses); ``etc_hidden`` the secrets of ``/etc``; ``protected`` the
     host's own code inside a writable tree (kept read-only); ``hermes`` hermes's own folders; ``home`` the
-    user's home, empty inside the sandbox apart from what is listed.
+    user's home, empty inside the sandbox apart from what is listed; ``tmp`` the host folder shown as ``/tmp`` (one
+    per session, shared by every tool of it), None for a fresh empty ``/tmp`` per call.
     """
 
     home: Path
@@ -135,6 +136,7 @@ class Layout:
     protected: list[Path] = field(default_factory=list)
     hermes: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    tmp: Path | None = None
 
     def visible(self) -> list[Path]:
         return [p for p, target in self.system if target is None] + self.read_only + self.read_write
@@ -197,6 +199,7 @@ def build_layout(
     extra_read_write: Sequence[Path] = (),
     protected_hidden: Sequence[Path] = (),
     protected_read_only: Sequence[Path] = (),
+    tmp: Path | None = None,
 ) -> Layout:
     """Work out the view for a call in ``workspace``; raises ``SandboxRefused`` for a workspace it cannot wall."""
     ws = _real(workspace)
@@ -214,7 +217,7 @@ def build_layout(
         # one inside its data, cache or plugins folder is not
         if is_within(ws, own) and own != home_root:
             raise SandboxRefused(f"the workspace {ws} lies inside hermes's own folder {own}")
-    layout = Layout(home=home, workspace=ws, hermes=list(protected_hidden))
+    layout = Layout(home=home, workspace=ws, hermes=list(protected_hidden), tmp=_real(tmp) if tmp else None)
     for name in SYSTEM_DIRS:
         if os.path.islink(name):
             layout.system.append((Path(name), os.readlink(name)))

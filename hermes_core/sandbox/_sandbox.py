@@ -44,7 +44,7 @@ _OWN_CODE = Path(__file__).resolve().parents[1]  # the hermes_core package: neve
 class Sandbox:
     """Runs commands inside walls made of the workspace (see ``hermes_core.sandbox``).
 
-    Make one with ``sandbox_for(context)`` (per tool system, closed with it). ``run()`` runs a command to the
+    Make one with ``sandbox_for(context)`` (per session, closed with it). ``run()`` runs a command to the
     end and returns a ``RunResult``; ``start()`` starts one and returns a ``SandboxProcess`` to manage.
     ``network_approval(host, reason) -> bool`` answers for names the network allow-list does not hold
     (``sandbox_for`` asks the tool system's approver; None: such names are refused).
@@ -56,9 +56,13 @@ class Sandbox:
         *,
         workspace: str | os.PathLike[str] | None = None,
         hidden: Sequence[str | os.PathLike[str]] = (),
+        tmp: str | os.PathLike[str] | None = None,
         network_approval: NetworkApproval | None = None,
     ) -> None:
         self.settings = settings if settings is not None else SandboxSettings()
+        self.tmp = (
+            Path(tmp) if tmp is not None else None
+        )  # shown as /tmp to every call (else a fresh one each)
         self.network_approval = network_approval
         self._net: tuple[NetNamespace | None, EgressProxy] | None = None
         self._net_lock = threading.Lock()
@@ -128,6 +132,7 @@ class Sandbox:
                 extra_read_write=[*self.settings.read_write, *map(Path, read_write)],
                 protected_hidden=hidden,
                 protected_read_only=[_OWN_CODE],
+                tmp=self.tmp,
             )
             if not (read_only or read_write):  # views with one call's own paths are not worth keeping
                 if len(self._layouts) > 32:

@@ -101,8 +101,8 @@ LIMITATIONS: dict[str, tuple[str, ...]] = {
         "NOT STOPPED: host-run files can be replaced during a call (Landlock cannot protect a file inside a "
         "writable folder); they are undone when the call ends",
         "nothing can be hidden inside a visible tree: a workspace holding hermes's folders is refused",
-        "/tmp is replaced by a private folder in TMPDIR (one per tool system, not per call); programs that "
-        "write to /tmp itself fail; POSIX shared memory (/dev/shm) is unavailable",
+        "/tmp is replaced by a private folder in TMPDIR (one per session, not per call; the file tools see it "
+        "at its own path); programs that write to /tmp itself fail; POSIX shared memory (/dev/shm) is unavailable",
         "processes that detach (setsid) AND clear their environment can outlive a call when no cgroup exists",
     ),
     "none": (

@@ -178,9 +178,18 @@ def test_guarded_writes_need_approval(make_builtin_system: MakeSystem, fake_home
         return "once"
 
     approving = make_builtin_system(approver=CallbackApprover(approve))
-    assert approving.call_outcome("write_file", {"path": "~/.bashrc", "content": "alias ll='ls -l'\n"}).ok
-    assert rc.read_text() == "alias ll='ls -l'\n"
-    assert asked and asked[0].endswith(".bashrc")
+    approving.call_outcome("write_file", {"path": "~/.bashrc", "content": "alias ll='ls -l'\n"})
+    assert asked and asked[0].endswith(".bashrc")  # the guard asks first, and it is approved...
+    assert not rc.exists()  # ...but outside the workspace and the granted folders it is never written
+    # (this fake home lies in the host's /tmp, which the session sees as its own private /tmp instead)
+    granted = make_builtin_system(
+        approver=CallbackApprover(approve), config={"sandbox": {"read_write": [str(fake_home)]}}
+    )
+    assert granted.call_outcome("write_file", {"path": "~/notes.txt", "content": "hi\n"}).ok
+    assert (fake_home / "notes.txt").read_text() == "hi\n"  # a folder the configuration grants: written
+    outcome = granted.call_outcome("write_file", {"path": "~/.bashrc", "content": "alias ll='ls -l'\n"})
+    assert outcome.status == "error" and "hidden" in outcome.result  # its rc files stay hidden all the same
+    assert not rc.exists()
 
 
 def test_failed_write_leaves_the_old_file_intact(
@@ -513,9 +522,21 @@ def test_search_withholds_protected_files(
     # even with the directory approved, the key inside stays refused
     approving = make_builtin_system(approver=CallbackApprover(lambda request: "once"))
     out = approving.call("search_files", {"pattern": "secretbits", "path": "~/.ssh"})
-    assert out.startswith("no matches") and "protected" not in out
+    assert "secretbits" not in out and "protected" not in out
     out = approving.call("search_files", {"pattern": "*", "target": "files", "path": "~/.ssh"})
     assert "id_ed25519" not in out
+    # a home the configuration grants shows its files, never its keys
+    granted = make_builtin_system(
+        approver=CallbackApprover(lambda request: "once"), config={"sandbox": {"read_only": [str(fake_home)]}}
+    )
+    (fake_home / "notes.txt").write_text("secretbits in my notes\n")
+    assert "secretbits in my notes" in granted.call("read_file", {"path": "~/notes.txt"})
+    out = granted.call("search_files", {"pattern": "secretbits", "path": "~"})
+    assert "id_ed25519" not in out and "PRIVATE KEY" not in out
+    out = granted.call("search_files", {"pattern": "*", "target": "files", "path": "~"})
+    assert "id_ed25519" not in out
+    out = granted.call("search_files", {"pattern": "secretbits", "path": "~/.ssh"})
+    assert "secretbits" not in out and "hidden" in out
 
 
 def test_both_engines_agree(make_builtin_system: MakeSystem, workspace: Path) -> None:

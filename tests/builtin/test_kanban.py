@@ -36,72 +36,59 @@ def test_create_list_claim_comment_and_finish(builtin_system: ToolSystem) -> Non
         "#1 [todo] p2 Write docs v1",
         "#2 [todo] @bob Release v1",
     ]
-    out = _ok(
-        builtin_system,
-        "kanban_update",
-        {"task_id": 1, "claim": True, "comment": "starting"},
-        session_id="alice",
+    out = _ok(builtin_system, "kanban_claim", {"task_id": 1}, session_id="alice")
+    assert out.startswith("Claimed: #1 [in_progress] p2 Write docs (held by alice, lease")
+    _ok(builtin_system, "kanban_comment", {"task_id": 1, "body": "starting"}, session_id="alice")
+    assert "claimed by alice" in _err(builtin_system, "kanban_claim", {"task_id": 1}, session_id="eve")
+    assert "assigned to bob" in _err(builtin_system, "kanban_claim", {"task_id": 2}, session_id="eve")
+    assert _ok(builtin_system, "kanban_list", {"mine": True}, session_id="alice").startswith(
+        "#1 [in_progress]"
     )
-    assert out == "Updated: #1 [in_progress] p2 @alice Write docs v2 (todo -> in_progress; comment added)"
-    assert "already claimed by alice" in _err(
-        builtin_system, "kanban_update", {"task_id": 1, "claim": True}, session_id="eve"
-    )
-    assert (
-        _ok(builtin_system, "kanban_list", {"assignee": "me"}, session_id="alice")
-        == "#1 [in_progress] p2 @alice Write docs v2"
-    )
-    _ok(builtin_system, "kanban_update", {"task_id": 1, "status": "done"}, session_id="alice")
+    assert "no claim" in _err(builtin_system, "kanban_complete", {"task_id": 1}, session_id="eve")
+    _ok(builtin_system, "kanban_complete", {"task_id": 1, "result": "written"}, session_id="alice")
     assert _ok(builtin_system, "kanban_list", {}) == "#2 [todo] @bob Release v1"
     assert "#1 [done]" in _ok(builtin_system, "kanban_list", {"status": "all"})
-    detail = _ok(builtin_system, "kanban_list", {"task_id": 1})
-    assert "created by default" in detail and "needed by: #2" in detail
-    assert re.search(r"- alice at \d{4}-\d\d-\d\d \d\d:\d\d UTC: starting", detail)
+    detail = _ok(builtin_system, "kanban_show", {"task_id": 1})
+    assert "created by default" in detail and "needed by: #2" in detail and "result: written" in detail
+    assert re.search(r"- alice at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC: starting", detail)
+    assert _ok(builtin_system, "kanban_claim", {"task_id": 2}, session_id="bob").startswith("Claimed: #2")
 
 
-def test_dependencies_block_progress_and_cycles_are_refused(builtin_system: ToolSystem) -> None:
-    for title in ("a", "b", "c"):
-        _ok(builtin_system, "kanban_create", {"title": title})
-    _ok(builtin_system, "kanban_update", {"task_id": 2, "add_dependencies": [1]})
-    _ok(builtin_system, "kanban_update", {"task_id": 3, "add_dependencies": [2]})
-    assert "waits on unfinished dependencies: #2 (todo)" in _err(
-        builtin_system, "kanban_update", {"task_id": 3, "status": "in_progress"}
+def test_dependencies_hold_claims_back_and_cycles_are_refused(builtin_system: ToolSystem) -> None:
+    _ok(builtin_system, "kanban_create", {"title": "a"})
+    _ok(builtin_system, "kanban_create", {"title": "b", "depends_on": [1]})
+    assert "waits on unfinished dependencies: #1 (todo)" in _err(
+        builtin_system, "kanban_claim", {"task_id": 2}
     )
-    assert "cannot depend on itself" in _err(
-        builtin_system, "kanban_update", {"task_id": 1, "add_dependencies": [1]}
+    assert _ok(builtin_system, "kanban_list", {"ready": True}) == "#1 [todo] a v1"
+    assert "#2 already depends on #1" in _err(
+        builtin_system, "kanban_link", {"task_id": 1, "other_id": 2, "kind": "depends_on"}
     )
-    assert "#3 already depends on #1" in _err(
-        builtin_system, "kanban_update", {"task_id": 1, "add_dependencies": [3]}
-    )
-    assert "no task #99" in _err(builtin_system, "kanban_create", {"title": "d", "depends_on": [99]})
-    # the refused create left nothing behind
-    assert "#4" not in _ok(builtin_system, "kanban_list", {"status": "all"})
-    _ok(builtin_system, "kanban_update", {"task_id": 2, "status": "cancelled"})
-    _ok(builtin_system, "kanban_update", {"task_id": 3, "remove_dependencies": [2], "status": "in_progress"})
+    _ok(builtin_system, "kanban_update", {"task_id": 1, "status": "cancelled"})
+    assert _ok(builtin_system, "kanban_claim", {}).startswith("Claimed: #2")
 
 
-def test_blocked_needs_a_reason_and_versions_detect_races(builtin_system: ToolSystem) -> None:
-    _ok(builtin_system, "kanban_create", {"title": "t"})
-    assert "needs a 'blocker'" in _err(builtin_system, "kanban_update", {"task_id": 1, "status": "blocked"})
-    out = _ok(
-        builtin_system, "kanban_update", {"task_id": 1, "status": "blocked", "blocker": "waiting for creds"}
+def test_versions_detect_races(builtin_system: ToolSystem) -> None:
+    _ok(builtin_system, "kanban_create", {"title": "a"})
+    _ok(builtin_system, "kanban_update", {"task_id": 1, "priority": 3, "expected_version": 1})
+    assert "changed meanwhile" in _err(
+        builtin_system, "kanban_update", {"task_id": 1, "title": "b", "expected_version": 1}
     )
-    assert "(blocked: waiting for creds) v2" in out
-    assert "changed meanwhile (version 2, you expected 1)" in _err(
-        builtin_system, "kanban_update", {"task_id": 1, "title": "x", "expected_version": 1}
-    )
-    out = _ok(builtin_system, "kanban_update", {"task_id": 1, "status": "todo", "expected_version": 2})
-    assert out.startswith("Updated: #1 [todo] t v3")  # the blocker is cleared when unblocked
 
 
 @pytest.mark.parametrize(
     ("tool", "args", "needle"),
     [
-        ("kanban_update", {"task_id": 5, "comment": "x"}, "no task #5"),
+        ("kanban_create", {"title": "x", "depends_on": [1, 99]}, "no task #99"),
+        ("kanban_update", {"task_id": 99, "title": "x"}, "no task #99"),
         ("kanban_update", {"task_id": 1}, "nothing to change"),
-        ("kanban_update", {"task_id": 1, "comment": "   "}, "the comment is empty"),
+        ("kanban_comment", {"task_id": 1, "body": "   "}, "the comment is empty"),
         ("kanban_update", {"task_id": 1, "title": "   "}, "the title cannot be empty"),
         ("kanban_create", {"title": "   "}, "a task needs a title"),
-        ("kanban_list", {"task_id": 42}, "no task #42"),
+        ("kanban_show", {"task_id": 42}, "no task #42"),
+        ("kanban_unblock", {"task_id": 1}, "not blocked"),
+        ("kanban_link", {"task_id": 1, "other_id": 1, "kind": "relates_to"}, "cannot link to itself"),
+        ("kanban_heartbeat", {"task_id": 1}, "no claim"),
     ],
 )
 def test_bad_requests(builtin_system: ToolSystem, tool: str, args: dict[str, Any], needle: str) -> None:
@@ -114,6 +101,7 @@ def test_bad_requests(builtin_system: ToolSystem, tool: str, args: dict[str, Any
     [
         ("kanban_update", {"task_id": "1; DROP TABLE tasks"}),
         ("kanban_update", {"task_id": 1, "status": "finished"}),
+        ("kanban_update", {"task_id": 1, "status": "done"}),  # done only through kanban_complete
         ("kanban_create", {"title": "x" * 300}),
         ("kanban_create", {"title": "x", "depends_on": [0]}),
         ("kanban_list", {"status": "open' OR 1=1 --"}),
@@ -130,8 +118,28 @@ def test_hostile_arguments_are_rejected_by_the_schema(
 def test_text_is_stored_verbatim_not_interpreted(builtin_system: ToolSystem) -> None:
     title = "Robert'); DROP TABLE tasks;-- ü 🚀"
     _ok(builtin_system, "kanban_create", {"title": title, "assignee": "x' OR '1'='1"})
-    assert title in _ok(builtin_system, "kanban_list", {"assignee": "x' OR '1'='1"})
-    assert _ok(builtin_system, "kanban_list", {"assignee": "x"}) == "No matching tasks on the board."
+    assert title in _ok(builtin_system, "kanban_list", {"mine": True}, session_id="x' OR '1'='1")
+    assert (
+        _ok(builtin_system, "kanban_list", {"mine": True}, session_id="x")
+        == "No matching tasks on the board."
+    )
+
+
+def test_a_board_of_the_previous_version_is_read_and_upgraded(builtin_system: ToolSystem) -> None:
+    path = builtin_system.data_dir / "kanban" / "board.db"
+    path.parent.mkdir(parents=True)
+    db = sqlite3.connect(path)
+    db.executescript(
+        "CREATE TABLE tasks (id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL, description TEXT NOT NULL "
+        "DEFAULT '', status TEXT NOT NULL DEFAULT 'todo', assignee TEXT, blocker TEXT, priority INTEGER NOT NULL "
+        "DEFAULT 0, created_by TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL, version INTEGER "
+        "NOT NULL DEFAULT 1);"
+        "CREATE TABLE deps (task_id INTEGER NOT NULL, depends_on INTEGER NOT NULL, PRIMARY KEY (task_id, depends_on));"
+        "INSERT INTO tasks (title, created_by, created_at, updated_at) VALUES ('kept from before', 'x', 1, 1);"
+    )
+    db.close()
+    assert _ok(builtin_system, "kanban_list", {}) == "#1 [todo] kept from before v1"
+    assert _ok(builtin_system, "kanban_claim", {}).startswith("Claimed: #1")
 
 
 _WORKER = textwrap.dedent(
@@ -144,10 +152,10 @@ _WORKER = textwrap.dedent(
     s = ToolSystem.load(
         plugins_dir=False, load_entry_points=False, plugins=[hermes_builtin.plugin], session_id=me
     )
-    claim = s.call_outcome("kanban_update", {"task_id": 1, "claim": True})
+    claim = s.call_outcome("kanban_claim", {"task_id": 1})
     print("CLAIM", "won" if claim.ok else "lost", flush=True)
     for i in range(25):
-        out = s.call_outcome("kanban_update", {"task_id": 2, "comment": f"{me} note {i}"})
+        out = s.call_outcome("kanban_comment", {"task_id": 2, "body": f"{me} note {i}"})
         assert out.ok, out.result
         made = s.call_outcome("kanban_create", {"title": f"{me} task {i}"})
         assert made.ok, made.result
@@ -179,5 +187,5 @@ def test_several_processes_share_one_board_without_lost_updates(builtin_system: 
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     finally:
         db.close()
-    winner = _ok(builtin_system, "kanban_list", {"task_id": 1}).splitlines()[0]
-    assert re.fullmatch(r"#1 \[in_progress\] @agent\d the prize v2", winner)
+    winner = _ok(builtin_system, "kanban_show", {"task_id": 1}).splitlines()[0]
+    assert re.fullmatch(r"#1 \[in_progress\] the prize \(held by agent\d, lease \d+ s left\) v2", winner)

@@ -19,7 +19,16 @@ import hermes_builtin.plugin
 from hermes_core import ToolSystem
 from hermes_core.plugins import PluginLoadError
 
-BUILTIN_TOOLS = 53  # the built-in plugin's tools, tool_search included (a copy must load every one)
+
+def _builtin_tool_count() -> int:
+    """How many tools the built-in plugin registers from this source tree (a copy must load every one)."""
+    with ToolSystem.load(
+        load_entry_points=False, plugins_dir=False, plugins=[hermes_builtin.plugin]
+    ) as system:
+        return sum(1 for e in system.registry.entries() if e.plugin == "hermes_builtin.plugin")
+
+
+BUILTIN_TOOLS = _builtin_tool_count()
 
 PROBE = textwrap.dedent(
     """

@@ -38,11 +38,17 @@ def engine(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def _system(make: MakeSystem, engine: str, timeout: float | None = None, **kwargs: object) -> ToolSystem:
+def _system(
+    make: MakeSystem,
+    engine: str,
+    timeout: float | None = None,
+    sandbox: dict[str, object] | None = None,
+    **kwargs: object,
+) -> ToolSystem:
     file_config: dict[str, object] = {"search_engine": engine}
     if timeout is not None:
         file_config["search_timeout"] = timeout
-    return make(config={"plugins": {"file": file_config}}, **kwargs)
+    return make(config={"plugins": {"file": file_config}, "sandbox": sandbox or {}}, **kwargs)
 
 
 def _fake_aws_secret() -> str:
@@ -101,13 +107,18 @@ def test_probing_an_ssh_key_in_an_approved_home_learns_nothing(
     key = f"-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----\n"
     (fake_home / ".ssh" / "id_ed25519").write_text(key)
     (fake_home / ".ssh" / "known_hosts").write_text("example.org ssh-ed25519 AAAAC3Nza\n")
-    approving = _system(make_builtin_system, engine, approver=CallbackApprover(lambda request: "always"))
+    approving = _system(
+        make_builtin_system,
+        engine,
+        approver=CallbackApprover(lambda request: "always"),
+        sandbox={"read_only": [str(fake_home)]},  # the home granted: ~/.ssh stays hidden in it
+    )
     recovered, answers = _extract(approving, known, "~/.ssh", rounds=2)
     assert recovered == ""
     # every probe answers the same way, whether or not the key holds the probed text
-    assert len(answers) == 1 and next(iter(answers)).startswith("no matches for <pattern> in ")
+    assert len(answers) == 1 and "hidden" in next(iter(answers))
     listing = approving.call("search_files", {"pattern": "*", "target": "files", "path": "~/.ssh"})
-    assert "known_hosts" in listing and "id_ed25519" not in listing
+    assert "known_hosts" not in listing and "id_ed25519" not in listing
 
 
 def test_a_slow_pattern_cannot_time_a_protected_file(

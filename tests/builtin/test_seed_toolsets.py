@@ -49,10 +49,10 @@ def test_hermes_cli_is_the_full_interactive_set(make_builtin_system: Callable[..
     cli_set = system.toolsets.resolve(["hermes-cli"])
     assert core == set(CORE) and core < cli_set
     assert (
-        len(cli_set) == 44 and {"browser_navigate", "cronjob", "kanban_create", "text_to_speech"} <= cli_set
+        len(cli_set) == 53 and {"browser_navigate", "cronjob", "kanban_create", "text_to_speech"} <= cli_set
     )
     assert not {"discord", "discord_admin", "feishu_doc_read"} & cli_set  # the platforms' own tools
-    # CI installs Playwright and Chromium (.ci/run): there every member is usable, 44 tools
+    # CI installs Playwright and Chromium (.ci/run): there every member is usable, 53 tools
     expected = cli_set if _browser_ready() else cli_set - set(BROWSER_TOOLS)
     assert system.available(enabled=["hermes-cli"]) == expected, system.hidden(enabled=["hermes-cli"])
 
@@ -101,11 +101,11 @@ def test_hermes_toolsets_shows_members_and_sizes(
     assert result.exit_code == 0, result.output
     rows = {r["name"]: r for r in json.loads(result.stdout)["toolsets"]}
     cli_row = rows["hermes-cli"]
-    assert len(cli_row["members"]) == 44 and set(cli_row["tools"]) <= set(cli_row["members"])
+    assert len(cli_row["members"]) == 53 and set(cli_row["tools"]) <= set(cli_row["members"])
     assert cli_row["chars"] > rows["hermes-core"]["chars"] > 0
     plain = CliRunner().invoke(cli, ["toolsets"], catch_exceptions=False)
     line = next(x for x in plain.stdout.splitlines() if x.startswith("hermes-cli\t"))
-    assert line.split("\t")[3] == "44"
+    assert line.split("\t")[3] == "53"
 
 
 def test_average_builtin_definition_stays_under_800_characters(

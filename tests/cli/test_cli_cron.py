@@ -1,4 +1,4 @@
-"""``hermes cron run`` (added by the built-ins' register_commands hook) runs due jobs through the pipeline."""
+"""``hermes cron run | list | runs``: one scheduler pass from the command line, the jobs and their runs."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ from pathlib import Path
 
 from cli_helpers import Run
 
+from hermes_core import ToolSystem
+from hermes_core.scheduler import JobStore
 
-def test_cron_run_executes_due_jobs(home: Path, run: Run, tmp_path: Path) -> None:
+
+def test_cron_run_executes_due_jobs_and_records_them(home: Path, run: Run, tmp_path: Path) -> None:
     workspace = tmp_path / "project"  # outside HERMES_HOME, whose own files the path guard refuses
     workspace.mkdir()
     (workspace / "note.txt").write_text("scheduled hello\n")
@@ -28,21 +31,27 @@ def test_cron_run_executes_due_jobs(home: Path, run: Run, tmp_path: Path) -> Non
         ),
     )
     assert created.exit_code == 0, created.output
-    store = home / "data" / "cronjob" / "jobs.json"
-    job_id = json.loads(store.read_text())["jobs"][0]["id"]
-    assert job_id in run(*ws, "call", "cronjob", '{"action": "list"}').stdout
+    with ToolSystem.load(plugins_dir=False) as system:
+        store = JobStore.for_system(system)
+    (job,) = store.list_jobs()
+    assert job.id in run(*ws, "call", "cronjob", '{"action": "list"}').stdout
     assert run(*ws, "cron", "run").stdout == ""  # not due yet: nothing runs
-    data = json.loads(store.read_text())
-    data["jobs"][0]["next_run"] = 0  # as if the scheduler had been away past the job's slot
-    store.write_text(json.dumps(data))
+    job.anchor -= 5 * 3600  # as if the scheduler had been away for five slots
+    store.save(job)
     out = run(*ws, "cron", "run")
     assert out.exit_code == 0, out.output
     fields = out.stdout.strip().split("\t")
-    assert fields[0] == job_id and fields[2] == "read_file" and fields[3] == "ok"
-    job = json.loads(store.read_text())["jobs"][0]
-    assert job["last_status"] == "ok" and "scheduled hello" in job["last_result"]
-    assert job["next_run"] > 0 and run(*ws, "cron", "run").stdout == ""  # a missed slot runs once, not again
+    assert fields[1] == job.id and fields[3] == "ok" and fields[5] == "schedule"
+    assert run(*ws, "cron", "run").stdout == ""  # the missed slots ran once, not again
+    (done,) = store.history(job.id)
+    assert done.status == "ok" and "scheduled hello" in done.output and done.missed == 4
+    shown = run("cron", "runs", job.id, "--json")
+    assert json.loads(shown.stdout)[0]["status"] == "ok"
+    now = run("cron", "run", "--job", job.id)
+    assert now.stdout.split("\t")[5] == "manual"
+    assert "no job 'nope'" in run("cron", "runs", "nope").output
 
 
 def test_cron_is_listed_in_help(home: Path, run: Run) -> None:
-    assert "cron" in run("--help").stdout
+    out = run("cron", "--help").stdout
+    assert all(word in out for word in ("serve", "run", "list", "runs"))

@@ -1,9 +1,11 @@
-"""The child process of ``execute_code``: a bootstrap that sets up paths, then runs the script, in the sandbox.
+"""The child process of ``execute_code``: a bootstrap that sets up paths, then runs the script, in the session's
+environment.
 
-The child is ``python -I -B -X utf8 <dir>/_hermes_boot.py``, run through the tool system's sandbox
-(``hermes_core.sandbox``): the workspace is its working directory and all it can write, the private
-directory (bootstrap, script and generated ``hermes_tools`` module) is visible
-read-only, and the sandbox applies the limits (memory, processes, CPU time, file size), the timeout and
+The child is ``python -I -B -X utf8 <dir>/_hermes_boot.py``, run in the session's environment
+(``hermes_core.environments``; locally the sandbox): the workspace is its working directory, the private
+directory (bootstrap, script and generated ``hermes_tools`` module) lies in the session's ``/tmp``, the tool
+bridge's end is inherited (``pass_fds``), and the environment applies the limits (memory, processes, CPU time,
+file size), the timeout and
 the output caps to the whole process tree. Isolated mode ignores ``PYTHON*`` variables and the user site,
 and leaves the script's directory off ``sys.path``, so the bootstrap puts the private directory first and
 the workspace last. It flushes the script's output when it is sent SIGTERM and prints tracebacks without
@@ -12,11 +14,12 @@ its own frame.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hermes_core.environments import Environment
 
 __all__ = ["BOOTSTRAP", "BOOT_NAME", "SCRIPT_NAME", "ScriptLimits", "ScriptRun", "run_script"]
 
@@ -97,26 +100,23 @@ class ScriptRun:
 
 
 def run_script(
-    sandbox: Any,
-    directory: Path,
+    environment: Environment,
+    directory: str,
     *,
-    cwd: Path,
     limits: ScriptLimits,
     stdout_cap: int,
     stderr_cap: int,
     pass_fds: Sequence[int] = (),
 ) -> ScriptRun:
-    """Run ``directory/script.py`` through the bootstrap in ``sandbox``; never leaves processes behind."""
+    """Run ``directory/script.py`` (a folder of ``environment``) through the bootstrap, in the workspace; never
+    leaves processes behind."""
     from hermes_core.sandbox import Limits
 
-    boot = directory / BOOT_NAME
-    boot.write_text(BOOTSTRAP, encoding="utf-8")
-    boot.chmod(0o600)
-    argv = [sys.executable, "-I", "-B", "-X", "utf8", str(boot)]
-    result = sandbox.run(
+    boot = f"{directory}/{BOOT_NAME}"
+    environment.write(boot, BOOTSTRAP.encode("utf-8"), mode=0o600)
+    argv = [environment.python, "-I", "-B", "-X", "utf8", boot]
+    result = environment.run(
         argv,
-        cwd=cwd,
-        workspace=cwd,
         timeout=limits.timeout,
         limits=Limits(
             memory_mb=limits.memory_mb,
@@ -128,8 +128,6 @@ def run_script(
         tool="execute_code",
         split_output=True,
         stderr_bytes=stderr_cap,
-        read_only=[directory],
-        grace=1.0,
         pass_fds=pass_fds,
     )
     return ScriptRun(

@@ -8,11 +8,19 @@ from hermes_core import Unavailable
 
 
 def commands_can_start(system: Any) -> tuple[bool, str] | Unavailable:
-    """Asks the execution layer (``hermes_core.sandbox.readiness``) whether a command can start here."""
-    from hermes_core.sandbox import readiness
+    """Asks the session environment whether a command can start: the local one through the sandbox's own
+    readiness (``hermes_core.sandbox.readiness``), any other kind through its probe."""
+    from hermes_core.environments import configured_kind, environment_status
 
-    ready = readiness(system)
-    return (True, "") if ready else Unavailable(ready.reason, fix=ready.fix)
+    if configured_kind(system) == "local":
+        from hermes_core.sandbox import readiness
+
+        ready = readiness(system)
+        return (True, "") if ready else Unavailable(ready.reason, fix=ready.fix)
+    status = environment_status(system, refresh=True)
+    if status.ready:
+        return True, ""
+    return Unavailable(f"the {status.kind} environment cannot start: {status.reason}", fix=status.fix)
 
 
 def shell_can_start(system: Any) -> tuple[bool, str] | Unavailable:

@@ -1,10 +1,11 @@
 """The "code_execution" toolset: ``execute_code`` runs a Python script that may call the other tools.
 
-The script runs in a child Python (``-I`` isolated mode, see ``_code_sandbox``) in the tool system's
-sandbox (``hermes_core.sandbox``): the workspace is all it can write, the host's secrets and processes are
-out of reach, its environment is scrubbed, and memory, CPU time, file size, processes, a wall-clock
-timeout and stdout/stderr caps apply to its whole process tree. It reaches the
-tools through a generated ``hermes_tools`` module over an inherited socket pair (``_code_bridge``); every
+The script runs in a child Python (``-I`` isolated mode, see ``_code_sandbox``) in the session's environment
+(``hermes_core.environments``; locally the sandbox): the workspace is all it can write besides the session's
+``/tmp``, the host's secrets and processes are out of reach, its environment is scrubbed, and memory, CPU
+time, file size, processes, a wall-clock timeout and stdout/stderr caps apply to its whole process tree. It
+reaches the tools through a generated ``hermes_tools`` module over an inherited socket pair (``_code_bridge``);
+every
 such call goes through the caller's pipeline (validation, hooks, guards, approvals), limited to the tools
 enabled for the model in this conversation, minus ``execute_code`` and ``clarify``.
 
@@ -29,6 +30,7 @@ from ._ready import commands_can_start
 
 if TYPE_CHECKING:
     from hermes_core import Host
+    from hermes_core.environments import Environment
 
     from ._code_bridge import ToolBridge
     from ._code_sandbox import ScriptRun
@@ -137,15 +139,13 @@ def _approve(context: CallContext, code: str) -> None:
         raise ApprovalDenied("running this script needs a human's approval and was not approved") from None
 
 
-def _private_dir() -> Path:
-    """A fresh 0700 directory, short enough for a Unix socket path."""
-    import tempfile
+def _private_dir(environment: Environment) -> str:
+    """A fresh folder in the session's temporary folder (its ``/tmp``) for one script run."""
+    import secrets
 
-    path = tempfile.mkdtemp(prefix="hermes-code-")
-    if len(path) > 90:  # sun_path holds about 107 bytes
-        os.rmdir(path)
-        path = tempfile.mkdtemp(prefix="hermes-code-", dir="/tmp")
-    return Path(path)
+    directory = f"{environment.temp_dir.rstrip('/')}/hermes-code-{secrets.token_hex(6)}"
+    environment.write(f"{directory}/.keep", b"", mode=0o600)
+    return directory
 
 
 def _notes(
@@ -189,7 +189,7 @@ def _notes(
     return notes
 
 
-def _write_files(directory: Path, code: str, bridge: ToolBridge, host: Host) -> None:
+def _write_files(environment: Environment, directory: str, code: str, bridge: ToolBridge, host: Host) -> None:
     """The script and the ``hermes_tools`` module for it, readable by this user only."""
     from ._code_bridge import MODULE_NAME, module_source
     from ._code_sandbox import SCRIPT_NAME
@@ -198,19 +198,26 @@ def _write_files(directory: Path, code: str, bridge: ToolBridge, host: Host) -> 
     for name in bridge.allowed:
         entry = host.tool(name)
         descriptions[name] = entry.description if entry is not None else ""
-    module = directory / f"{MODULE_NAME}.py"
-    module.write_text(module_source(bridge.child_fd, bridge.token, descriptions), encoding="utf-8")
-    (directory / SCRIPT_NAME).write_text(code, encoding="utf-8", errors="surrogatepass")
-    for path in directory.iterdir():
-        path.chmod(0o600)
+    module = module_source(bridge.child_fd, bridge.token, descriptions).encode("utf-8")
+    environment.write(f"{directory}/{MODULE_NAME}.py", module, mode=0o600)
+    environment.write(f"{directory}/{SCRIPT_NAME}", code.encode("utf-8", "surrogatepass"), mode=0o600)
+
+
+def _clean_up(environment: Environment, directory: str) -> None:
+    import contextlib
+
+    with contextlib.suppress(OSError):
+        for name in environment.listdir(directory):
+            with contextlib.suppress(OSError):
+                environment.remove(f"{directory}/{name}")
+        environment.remove(directory)
 
 
 def execute_code(code: str, timeout: int | None = None, *, context: CallContext) -> str:
     """Run ``code`` (see ``SCHEMA``); returns JSON with exit_code, stdout, stderr, tool_calls, timed_out."""
     import json
-    import shutil
 
-    from hermes_core.sandbox import sandbox_for
+    from hermes_core.environments import environment_for
 
     from ._code_bridge import ToolBridge
     from ._code_sandbox import ScriptLimits, run_script
@@ -246,10 +253,18 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
         )
         return outcome.status, outcome.result
 
-    directory = _private_dir()
+    environment = environment_for(context)
     try:
-        bridge = ToolBridge(directory, runner, allowed, settings["max_tool_calls"])
-        _write_files(directory, code, bridge, host)
+        directory = _private_dir(environment)
+    except OSError as exc:
+        raise ToolError(f"could not prepare the script's folder: {exc.strerror or exc}") from None
+    try:
+        bridge = ToolBridge(Path(directory), runner, allowed, settings["max_tool_calls"])
+        try:
+            _write_files(environment, directory, code, bridge, host)
+        except BaseException:
+            bridge.stop(0)
+            raise
         limits = ScriptLimits(
             timeout=float(seconds),
             memory_mb=settings["max_memory_mb"],
@@ -259,9 +274,8 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
         bridge.start()
         try:
             run = run_script(
-                sandbox_for(context),
+                environment,
                 directory,
-                cwd=Path(context.workspace),
                 limits=limits,
                 stdout_cap=settings["max_stdout_chars"],
                 stderr_cap=settings["max_stderr_chars"],
@@ -272,7 +286,7 @@ def execute_code(code: str, timeout: int | None = None, *, context: CallContext)
         finally:
             busy = bridge.stop()
     finally:
-        shutil.rmtree(directory, ignore_errors=True)
+        _clean_up(environment, directory)
     result: dict[str, Any] = {
         "exit_code": run.exit_code,
         "timed_out": run.timed_out,

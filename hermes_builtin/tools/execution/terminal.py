@@ -1,10 +1,12 @@
 """The "terminal" toolset: ``terminal`` runs shell commands, ``process`` manages background ones.
 
 Commands pass the command guard (and approval when dangerous), judged in the directory they run in; files
-they redirect output into pass the path guard for writing. Then each command runs with bash in the tool
-system's sandbox (``hermes_core.sandbox``): the workspace is all it can write, the host's secrets and
-processes are out of reach, its environment is scrubbed, its output capped (head and tail kept) and its
-whole process tree ends at the timeout.
+they redirect output into pass the path guard for writing. Then each command runs in the session's shell in
+its environment (``hermes_core.environments``; locally the sandbox): the directory, variables, functions and
+options it leaves persist for the session's next command, the workspace is all it can write, the host's
+secrets and processes are out of reach, its output is capped (head and tail kept) and its whole process tree
+ends at the timeout. Background processes keep a pipe or a terminal (``pty``) for input, and can notify the
+session when they finish or print a watched line.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from hermes_core import CallContext, ToolError, ToolRegistry
 from ._ready import shell_can_start
 
 if TYPE_CHECKING:
+    from hermes_core.environments import Environment
+
     from ._procs import BackgroundProcess, ProcessTable
 
 __all__ = ["close_processes", "register", "scan_command", "write_targets"]
@@ -33,19 +37,25 @@ _HARMLESS_TARGETS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/de
 TERMINAL_SCHEMA: dict[str, Any] = {
     "name": "terminal",
     "description": (
-        "Run a shell command with bash and return its combined stdout/stderr and exit code. Runs in the "
-        "workspace unless `cwd` is given; stdin is closed, so use non-interactive flags (-y, --no-pager). "
-        "Output is capped (head and tail kept). Foreground commands are killed with their children at "
-        "`timeout`. For servers or long jobs set background=true: you get a process id to use with the "
-        "`process` tool. Prefer read_file/search_files/patch over cat/grep/sed for files. Commands run in a "
-        "sandbox: the workspace (and a private /tmp) is writable, system folders are read-only, and the rest "
+        "Run a shell command with bash and return its combined stdout/stderr and exit code. The shell "
+        "remembers: the directory you cd into (within the workspace and /tmp), exported variables, functions, "
+        "options and an activated venv carry over to your next command. stdin is closed, so use "
+        "non-interactive flags (-y, --no-pager). Output is capped (head and tail kept). Foreground commands are "
+        "killed with their children at `timeout` (the shell state stays as before). For servers, long jobs or "
+        "interactive programs set background=true (pty=true for a REPL or a prompt): you get a process id for "
+        "the `process` tool. Prefer read_file/search_files/patch over cat/grep/sed for files. Commands run in "
+        "a sandbox: the workspace (and a private /tmp) is writable, system folders are read-only, and the rest "
         "of the home folder and other processes are out of reach."
     ),
     "parameters": {
         "type": "object",
         "properties": {
             "command": {"type": "string", "description": "The bash command line to run."},
-            "cwd": {"type": "string", "description": "Working directory (default: the workspace)."},
+            "workdir": {
+                "type": "string",
+                "description": "Run this command there (default: where the last command left the shell).",
+            },
+            "cwd": {"type": "string", "description": "Same as workdir (older name)."},
             "timeout": {
                 "type": "integer",
                 "minimum": 1,
@@ -59,7 +69,22 @@ TERMINAL_SCHEMA: dict[str, Any] = {
             "env": {
                 "type": "object",
                 "additionalProperties": {"type": "string"},
-                "description": "Extra environment variables for this command.",
+                "description": "Extra environment variables for this command only.",
+            },
+            "pty": {
+                "type": "boolean",
+                "description": "background: give it a terminal (REPLs, password or setup prompts).",
+            },
+            "notify_on_complete": {
+                "type": "boolean",
+                "description": "background: notify the session when it exits, with its last output.",
+            },
+            "watch_patterns": {
+                "type": "array",
+                "items": {"type": "string", "maxLength": 200},
+                "maxItems": 8,
+                "description": "background: regexes; a line of output matching one notifies the session "
+                "(e.g. 'listening on', 'ERROR').",
             },
         },
         "required": ["command"],
@@ -70,21 +95,28 @@ PROCESS_SCHEMA: dict[str, Any] = {
     "name": "process",
     "description": (
         "Manage background processes started by `terminal` with background=true. Actions: list (all, with "
-        "status), poll (status and the last output lines), log (output lines; offset is 1-based, omit it for "
-        "the last `limit` lines), wait (block until exit or `timeout` seconds), kill (terminate it and its "
-        "children)."
+        "status); poll (status and what it printed since you last read); log (page through all its output: "
+        "offset is 1-based, omit it for the last `limit` lines); wait (until it exits, a watched "
+        "line appears, or `timeout` seconds); write (send `data` to its input as is; \\u0003 is Ctrl-C); "
+        "submit (send `data` plus Enter: a line for a REPL or a prompt; a line for a shell passes the command "
+        "guard); close (end its input, like Ctrl-D); "
+        "kill (terminate it and its children). Output has terminal escape codes removed."
     ),
     "parameters": {
         "type": "object",
         "properties": {
-            "action": {"type": "string", "enum": ["list", "poll", "log", "wait", "kill"]},
+            "action": {
+                "type": "string",
+                "enum": ["list", "poll", "log", "wait", "write", "submit", "close", "kill"],
+            },
             "process_id": {"type": "string", "description": "The id returned by terminal (all but list)."},
+            "data": {"type": "string", "description": "write/submit: the text to send to the process."},
             "offset": {"type": "integer", "minimum": 1, "description": "log: first line to show (1-based)."},
             "limit": {
                 "type": "integer",
                 "minimum": 1,
                 "maximum": 2000,
-                "description": "log/poll: number of lines (default 200 for log, 20 for poll).",
+                "description": "log/poll: at most this many lines (default 200).",
             },
             "timeout": {
                 "type": "integer",
@@ -247,29 +279,43 @@ def _guard_writes(context: CallContext, command: str, workdir: Path) -> None:
             context.guard_path(base / expanded, "write")
 
 
-def _resolve_cwd(context: CallContext, cwd: str | None) -> Path:
-    if not cwd:
-        return Path(context.workspace)
-    raw = Path(os.path.expanduser(cwd))
-    if not raw.is_absolute():
-        raw = Path(context.workspace) / raw
-    path = Path(context.guard_path(raw, "read"))
-    if not path.is_dir():
-        raise ToolError(f"cwd {cwd!r} is not an existing directory")
-    return path
+def _start_dir(environment: Environment, where: str | None) -> str | None:
+    """The directory a ``workdir`` names (relative: to the shell's current one), resolved; None for none."""
+    from hermes_core.environments import PathOutsideRoots
+
+    if where is None:
+        return None
+    if not where.strip() or "\x00" in where:
+        raise ToolError("workdir is empty or contains a NUL byte")
+    raw = os.path.expanduser(where)
+    if not raw.startswith("/"):
+        raw = os.path.join(environment.cwd, raw)
+    try:
+        real = environment.resolve(os.path.normpath(raw))
+        info = environment.stat(real)
+    except PathOutsideRoots:
+        raise ToolError(
+            f"workdir {where!r} is outside the workspace: commands start only in the workspace, /tmp and the "
+            "folders the configuration grants"
+        ) from None
+    except OSError:
+        raise ToolError(f"workdir {where!r} is not an existing directory") from None
+    if info.kind != "dir":
+        raise ToolError(f"workdir {where!r} is not an existing directory")
+    return real
 
 
 def _table(context: CallContext) -> ProcessTable:
     from ._procs import ProcessTable
 
-    table = context.stash(_TABLE_KEY, lambda: ProcessTable(Path(context.data_dir) / "processes"))
+    table = context.session.stash(_TABLE_KEY, lambda: ProcessTable(Path(context.data_dir) / "processes"))
     cap = _settings(context).get("max_log_bytes")
     if isinstance(cap, int) and cap > 0:
         table.log_cap_bytes = cap
     return table
 
 
-def _guarded_text(command: str, workdir: Path, workspace: Path) -> str:
+def _guarded_text(command: str, workdir: str, workspace: str) -> str:
     """The command as the guard must judge it: run from ``workdir``, so relative paths mean what they will."""
     import shlex
 
@@ -298,15 +344,19 @@ def _limits(settings: dict[str, Any], output_bytes: int) -> Any:
 
 def terminal(
     command: str,
+    workdir: str | None = None,
     cwd: str | None = None,
     timeout: int | None = None,
     background: bool = False,
     env: dict[str, str] | None = None,
+    pty: bool = False,
+    notify_on_complete: bool = False,
+    watch_patterns: list[str] | None = None,
     *,
     context: CallContext,
 ) -> str:
-    """Run ``command`` (see ``TERMINAL_SCHEMA``)."""
-    from hermes_core.sandbox import sandbox_for
+    """Run ``command`` in the session's shell (see ``TERMINAL_SCHEMA``)."""
+    from hermes_core.environments import environment_for
 
     if not command.strip():
         raise ToolError("command is empty")
@@ -314,47 +364,25 @@ def terminal(
         raise ToolError("command contains a NUL byte")
     if len(command) > 100_000:
         raise ToolError("command is longer than 100000 characters; write a script file and run that instead")
-    workdir = _resolve_cwd(context, cwd)
-    context.guard_command(_guarded_text(command, workdir, Path(context.workspace)))
-    _guard_writes(context, command, workdir)
+    if not background and (pty or notify_on_complete or watch_patterns):
+        raise ToolError("pty, notify_on_complete and watch_patterns are for background=true commands")
+    environment = environment_for(context)
+    start = _start_dir(environment, workdir if workdir is not None else cwd)
+    here = start or environment.cwd
+    context.guard_command(_guarded_text(command, here, environment.workspace))
+    _guard_writes(context, command, Path(here))
     settings = _settings(context)
     limit = int(settings.get("max_output_chars", DEFAULT_OUTPUT_CHARS))
     limits = _limits(settings, limit)
-    box = sandbox_for(context)
-    argv = ["bash", "-c", command]
     if background:
-        table = _table(context)
-
-        def start() -> Any:
-            return box.start(
-                argv,
-                cwd=workdir,
-                workspace=context.workspace,
-                env=env,
-                limits=limits,
-                tool="terminal",
-                background=True,
-            )
-
-        try:
-            bg = table.add(command, workdir, start)
-        except OSError as exc:
-            raise ToolError(f"could not start the command: {exc.strerror or exc}") from None
-        return (
-            f"started in the background: process_id={bg.id} (pid {bg.proc.pid}). "
-            f'Use process with action "poll", "log", "wait" or "kill" and this process_id.'
+        return _start_background(
+            context, environment, command, start, here, env, limits, pty, notify_on_complete, watch_patterns
         )
     seconds = timeout if timeout is not None else int(settings.get("timeout", DEFAULT_TIMEOUT))
     seconds = _within_pipeline_limit(context, seconds)
     try:
-        result = box.run(
-            argv,
-            cwd=workdir,
-            workspace=context.workspace,
-            env=env,
-            timeout=seconds,
-            limits=limits,
-            tool="terminal",
+        result = environment.run(
+            command, workdir=start, env=env, timeout=seconds, limits=limits, tool="terminal"
         )
     except OSError as exc:
         raise ToolError(f"could not start the command: {exc.strerror or exc}") from None
@@ -366,13 +394,13 @@ def terminal(
         )
     elif result.limit == "processes":
         lines.append(
-            f"[killed: the command started more than {box.limits(limits).max_processes} processes at once "
+            f"[killed: the command started more than {_effective(context, limits).max_processes} processes at once "
             f"({result.kill_note})]"
         )
     elif result.limit == "disk":
         lines.append(
             f"[killed: the command filled the disk below the sandbox's floor of "
-            f"{box.limits(limits).min_free_mb} MB free ({result.kill_note})]"
+            f"{_effective(context, limits).min_free_mb} MB free ({result.kill_note})]"
         )
     else:
         lines.append(f"[exit code {result.exit_code}; {result.duration:.2f}s]")
@@ -389,7 +417,59 @@ def terminal(
             "[files the host would run later were planted and have been undone (the sandbox keeps them "
             "read-only; ask the user to make such changes): " + "; ".join(result.quarantined) + "]"
         )
+    lines.extend(f"[{note}]" for note in result.notes)
     return "\n".join(lines)
+
+
+def _effective(context: CallContext, limits: Any) -> Any:
+    """The limits a command ran with: the configuration's, with the call's own on top."""
+    from hermes_core.sandbox import sandbox_for
+
+    return sandbox_for(context).limits(limits)
+
+
+def _start_background(
+    context: CallContext,
+    environment: Environment,
+    command: str,
+    start: str | None,
+    here: str,
+    env: dict[str, str] | None,
+    limits: Any,
+    pty: bool,
+    notify_on_complete: bool,
+    watch_patterns: list[str] | None,
+) -> str:
+    from ._procs import Watch
+
+    watch = None
+    if watch_patterns:
+        try:
+            watch = Watch(watch_patterns)
+        except Exception as exc:  # regex.error: a pattern that does not compile
+            raise ToolError(f"watch_patterns: {exc}") from None
+    table = _table(context)
+    session = context.session
+
+    def begin() -> Any:
+        return environment.start(command, workdir=start, env=env, limits=limits, tool="terminal", pty=pty)
+
+    try:
+        bg = table.add(
+            command,
+            here,
+            begin,
+            notify=session.notify,
+            notify_on_complete=notify_on_complete,
+            watch=watch,
+        )
+    except OSError as exc:
+        raise ToolError(f"could not start the command: {exc.strerror or exc}") from None
+    extra = " with a terminal" if pty else ""
+    return (
+        f"started in the background{extra}: process_id={bg.id} (pid {bg.proc.pid}). Use process with action "
+        '"poll", "log", "wait", "write", "submit", "close" or "kill" and this process_id.'
+    )
 
 
 def _within_pipeline_limit(context: CallContext, seconds: int) -> int:
@@ -415,10 +495,10 @@ def _require(table: ProcessTable, process_id: str | None) -> BackgroundProcess:
 
 
 def _lines(bg: BackgroundProcess) -> list[str]:
-    from hermes_core.sandbox import strip_ansi
+    from ._procs import clean_output
 
-    text = strip_ansi(bg.spool.read().decode("utf-8", "replace"))
-    return text.splitlines()
+    data, _ = bg.spool.read()
+    return clean_output(data.decode("utf-8", "replace")).splitlines()
 
 
 def _format_log(bg: BackgroundProcess, offset: int | None, limit: int) -> str:
@@ -430,10 +510,7 @@ def _format_log(bg: BackgroundProcess, offset: int | None, limit: int) -> str:
         start = offset - 1
         if start > total:
             raise ToolError(f"offset {offset} is past the end of the output ({total} lines)")
-    page = [
-        line if len(line) <= 2000 else line[:2000] + " ...[line truncated]"
-        for line in lines[start : start + limit]
-    ]
+    page = [_clip(line) for line in lines[start : start + limit]]
     head = f"[{bg.id} {bg.status()['status']}; output lines {start + 1}-{start + len(page)} of {total}"
     if bg.spool.discarded:
         head += f"; {bg.spool.discarded} older bytes were discarded"
@@ -443,16 +520,83 @@ def _format_log(bg: BackgroundProcess, offset: int | None, limit: int) -> str:
     return "\n".join([head, *page])
 
 
+def _clip(line: str) -> str:
+    return line if len(line) <= 2000 else line[:2000] + " ...[line truncated]"
+
+
+def _format_new(bg: BackgroundProcess, limit: int) -> str:
+    """What the process printed since the last read (its last ``limit`` lines when there is more)."""
+    text, lost = bg.take_new()
+    lines = text.splitlines()
+    head = []
+    if lost:
+        head.append(f"[{lost} bytes printed since the last read were discarded (log cap)]")
+    if len(lines) > limit:
+        head.append(f"[{len(lines) - limit} earlier new lines not shown; use log with offset to page]")
+        lines = lines[-limit:]
+    if not lines and not lost:
+        return "(no new output)"
+    return "\n".join([*head, *(_clip(line) for line in lines)])
+
+
+def _send(context: CallContext, bg: BackgroundProcess, data: str | None, action: str) -> str:
+    import json
+    import unicodedata
+
+    if data is None:
+        raise ToolError(f"{action} needs `data`: the text to send")
+    if not bg.running:
+        raise ToolError(f"process {bg.id} is not running any more; its input is gone")
+    text = data + "\n" if action == "submit" else data
+    judged = "".join(ch for ch in data if unicodedata.category(ch)[0] != "C").strip()
+    if judged and _runs_a_shell(bg.command):  # a line typed into a shell is a command too
+        context.guard_command(judged)
+    try:
+        if bg.proc.pty and action == "submit":
+            bg.write(data.encode("utf-8", "surrogateescape") + b"\r")
+        else:
+            bg.write(text.encode("utf-8", "surrogateescape"))
+    except OSError as exc:
+        raise ToolError(f"could not write to process {bg.id}: {exc.strerror or exc}") from None
+    bg.wait(0.3)  # a moment for the answer
+    return json.dumps(bg.status()) + "\n" + _format_new(bg, 200)
+
+
+_SHELLS = frozenset(
+    {"bash", "sh", "dash", "zsh", "ksh", "fish", "tcsh", "csh", "busybox", "su", "sudo", "ssh"}
+)
+
+
+def _runs_a_shell(command: str) -> bool:
+    """Whether the process reads shell commands (its input is judged like a command): a shell, su/sudo, ssh,
+    or anything started through ``exec``/``env`` of one."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return True  # cannot tell: judge its input
+    for word in words:
+        name = os.path.basename(word)
+        if "=" in word and not word.startswith("-") and name == word:
+            continue  # VAR=value before the program
+        if name in ("exec", "env", "command", "nohup", "setsid", "stdbuf", "script"):
+            continue
+        return name in _SHELLS
+    return False
+
+
 def process(
     action: str,
     process_id: str | None = None,
+    data: str | None = None,
     offset: int | None = None,
     limit: int | None = None,
     timeout: int | None = None,
     *,
     context: CallContext,
 ) -> str:
-    """List, poll, read, wait for or kill background processes (see ``PROCESS_SCHEMA``)."""
+    """List, read, drive, wait for or kill background processes (see ``PROCESS_SCHEMA``)."""
     import json
 
     table = _table(context)
@@ -460,25 +604,35 @@ def process(
         procs = [bg.status() for bg in table.all()]
         return json.dumps(procs, ensure_ascii=False) if procs else "no background processes"
     bg = _require(table, process_id)
+    lines = limit or 200
     if action == "poll":
-        return json.dumps(bg.status()) + "\n" + _format_log(bg, None, limit or 20)
+        return json.dumps(bg.status()) + "\n" + _format_new(bg, lines)
     if action == "log":
-        return _format_log(bg, offset, limit or 200)
+        return _format_log(bg, offset, lines)
     if action == "wait":
         seconds = 60 if timeout is None else timeout
-        done = bg.wait(float(seconds))
-        note = "" if done else f"still running after {seconds}s\n"
-        return note + json.dumps(bg.status()) + "\n" + _format_log(bg, None, limit or 50)
+        why = bg.wait(float(seconds), wake_on_match=True)
+        note = {"timeout": f"still running after {seconds}s\n", "matched": "a watched line appeared\n"}
+        return note.get(why, "") + json.dumps(bg.status()) + "\n" + _format_new(bg, lines)
+    if action in ("write", "submit"):
+        return _send(context, bg, data, action)
+    if action == "close":
+        try:
+            bg.close_stdin()
+        except OSError as exc:
+            raise ToolError(f"could not close the input of {bg.id}: {exc.strerror or exc}") from None
+        bg.wait(0.5)
+        return json.dumps(bg.status()) + "\n" + _format_new(bg, lines)
     if action == "kill":
         what = bg.kill()
         return json.dumps({**bg.status(), "kill": what})
-    raise ToolError(f"unknown action {action!r}; use list, poll, log, wait or kill")
+    raise ToolError(f"unknown action {action!r}; use list, poll, log, wait, write, submit, close or kill")
 
 
-def close_processes(system: Any = None) -> None:
-    """Kill the process trees of every background process started through ``system``."""
+def close_processes(system: Any = None, session_id: str | None = None) -> None:
+    """Kill the process trees of every background process of a session of ``system`` (default: its own)."""
     if system is not None:
-        system.unstash(_TABLE_KEY)  # its cleanup kills them
+        system.session(session_id).unstash(_TABLE_KEY)  # its cleanup kills them
 
 
 def register(registry: ToolRegistry) -> None:

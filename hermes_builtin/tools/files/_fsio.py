@@ -8,7 +8,7 @@ import codecs
 import os
 import stat
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import BinaryIO
 
 from hermes_core.fileio import open_nofollow
@@ -22,6 +22,7 @@ __all__ = [
     "open_regular",
     "read_bytes",
     "read_text",
+    "read_text_from",
 ]
 
 
@@ -70,7 +71,7 @@ class Detected:
     kind: str = ""
 
 
-def describe_binary(head: bytes, path: Path) -> str:
+def describe_binary(head: bytes, path: PurePath) -> str:
     """A short type name for binary content, from magic numbers, then the file extension."""
     for magic, name in _MAGIC:
         if head.startswith(magic):
@@ -113,7 +114,7 @@ def detect(path: Path) -> Detected:
         return detect_stream(fh, os.fstat(fh.fileno()).st_size, path)
 
 
-def detect_stream(fh: BinaryIO, size: int, path: Path) -> Detected:
+def detect_stream(fh: BinaryIO, size: int, path: PurePath) -> Detected:
     """Decide the encoding of an open file of ``size`` bytes: BOMs, then strict UTF-8, then latin-1 for
     text-like bytes. NUL bytes or undecodable, control-heavy content mean binary (``encoding`` None).
 
@@ -151,11 +152,16 @@ def detect_stream(fh: BinaryIO, size: int, path: Path) -> Detected:
 def read_text(path: Path) -> tuple[str, Detected]:
     """The whole file decoded (newlines kept as they are); raises ``ValueError`` for binary files."""
     with open_regular(path) as fh:
-        found = detect_stream(fh, os.fstat(fh.fileno()).st_size, path)
-        if found.encoding is None:
-            raise ValueError(f"binary file ({found.kind})")
-        fh.seek(0)
-        raw = fh.read()
+        return read_text_from(fh, path)
+
+
+def read_text_from(fh: BinaryIO, path: PurePath) -> tuple[str, Detected]:
+    """The whole open file ``fh`` (named ``path``) decoded; raises ``ValueError`` for binary files."""
+    found = detect_stream(fh, os.fstat(fh.fileno()).st_size, path)
+    if found.encoding is None:
+        raise ValueError(f"binary file ({found.kind})")
+    fh.seek(0)
+    raw = fh.read()
     return codecs.decode(raw, found.encoding, errors="replace"), found
 
 

@@ -1,10 +1,12 @@
 """The "file" toolset: ``read_file``, ``write_file``, ``patch`` and ``search_files``.
 
-Every path passes the path guard (``context.guard_path``) before it is touched; relative paths are
-relative to the workspace. The resolved path the guard checked is then opened without following any symbolic
-link (``hermes_core.fileio``), so a path swapped for a link after the check fails instead of reaching
-elsewhere. Writes are atomic (temporary file in the same directory, fsync, rename), so a failed or concurrent
-write never leaves a half-written file.
+They act in the session's environment (``hermes_core.environments``: locally, the same view the sandbox gives
+commands, ``/tmp`` included). Every path passes the path guard (``context.guard_path``) before it is touched;
+relative paths are relative to the workspace. The environment resolves it and opens it beneath one of its roots
+without following any symbolic link (``_where``), so neither a link nor ``..`` nor an absolute path reaches
+outside the workspace, ``/tmp`` and the granted folders, even with the guard off, and a path swapped for a link
+after the check fails instead of reaching elsewhere. Writes are atomic (temporary file in the same directory,
+fsync, rename), so a failed or concurrent write never leaves a half-written file.
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from hermes_core import CallContext, ToolError, ToolRegistry
+from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
+
+if TYPE_CHECKING:
+    from ._where import Where
 
 __all__ = ["patch", "read_file", "register", "search_files", "write_file"]
 
@@ -133,60 +138,49 @@ SEARCH_SCHEMA: dict[str, Any] = {
 }
 
 
-def _abs(context: CallContext, path: str) -> Path:
-    if not path or not path.strip():
-        raise ToolError("path is empty")
-    if "\x00" in path:
-        raise ToolError("path contains a NUL byte")
-    raw = Path(os.path.expanduser(path))
-    return raw if raw.is_absolute() else Path(context.workspace) / raw
+def _guarded(context: CallContext, path: str, op: str) -> Where:
+    from ._where import locate
+
+    return locate(context, path, op)
 
 
-def _shown(context: CallContext, path: Path) -> str:
-    """How a path is shown to the model: relative to the workspace when inside it."""
-    try:
-        return path.relative_to(Path(context.workspace).resolve()).as_posix()
-    except ValueError:
-        try:
-            return path.relative_to(Path(context.workspace)).as_posix()
-        except ValueError:
-            return str(path)
-
-
-def _guarded(context: CallContext, path: str, op: str) -> Path:
-    return Path(context.guard_path(_abs(context, path), op))
-
-
-def _open_failure(exc: OSError, shown: str, path: Path, verb: str) -> ToolError:
-    """The message for a file that could not be opened: missing, a directory, a device, or swapped."""
+def _open_failure(exc: OSError, where: Where, verb: str) -> ToolError:
+    """The message for a file that could not be opened: missing, a directory, a device, swapped, or outside."""
+    from hermes_core.environments import NotRegularFile as EnvNotRegular
+    from hermes_core.environments import PathOutsideRoots, ReadOnlyPath
     from hermes_core.fileio import SymlinkError
 
     from ._fsio import NotRegularFile
+    from ._where import outside_error
 
+    shown = where.shown
     if isinstance(exc, FileNotFoundError):
-        return _missing(path, shown)
+        return _missing(where)
     if isinstance(exc, IsADirectoryError):
         return ToolError(f"{shown} is a directory; use search_files with target 'files' to list it")
-    if isinstance(exc, NotRegularFile):
+    if isinstance(exc, (NotRegularFile, EnvNotRegular)):
         return ToolError(f"{shown} is not a regular file")
     if isinstance(exc, SymlinkError):
         return ToolError(
             f"{shown} changed while it was being opened (a symbolic link appeared in its path); nothing was {verb}"
         )
+    if isinstance(exc, (PathOutsideRoots, ReadOnlyPath)):
+        return outside_error(exc, shown, "read" if verb == "read" else "write")
     return ToolError(f"cannot read {shown}: {exc.strerror or exc}")
 
 
-def _open_checked(path: Path, shown: str) -> BinaryIO:
-    from ._fsio import open_regular
-
+def _open_checked(where: Where) -> BinaryIO:
     try:
-        return open_regular(path)
+        return where.open()
     except OSError as exc:
-        raise _open_failure(exc, shown, path, "read") from None
+        raise _open_failure(exc, where, "read") from None
 
 
 def _write_failure(exc: OSError, shown: str) -> ToolError:
+    from hermes_core.environments import PathOutsideRoots, ReadOnlyPath
     from hermes_core.fileio import SymlinkError
+
+    from ._where import outside_error
 
     if isinstance(exc, IsADirectoryError):
         return ToolError(f"{shown} is a directory; give a file path")
@@ -195,6 +189,8 @@ def _write_failure(exc: OSError, shown: str) -> ToolError:
             f"{shown} changed while it was being written (a symbolic link appeared in its path); nothing was "
             "written"
         )
+    if isinstance(exc, (PathOutsideRoots, ReadOnlyPath)):
+        return outside_error(exc, shown, "write")
     return ToolError(f"could not write {shown}: {exc.strerror or exc}; the file was left unchanged")
 
 
@@ -207,18 +203,14 @@ def _human(size: int) -> str:
     return f"{size} bytes"
 
 
-def _missing(path: Path, shown: str) -> ToolError:
+def _missing(where: Where) -> ToolError:
     import difflib
 
     hint = ""
-    try:
-        siblings = [p.name for p in path.parent.iterdir()] if path.parent.is_dir() else []
-        close = difflib.get_close_matches(path.name, siblings, n=3, cutoff=0.6)
-        if close:
-            hint = " Did you mean: " + ", ".join(close) + "?"
-    except OSError:
-        pass
-    return ToolError(f"file not found: {shown}.{hint}")
+    close = difflib.get_close_matches(where.pure.name, where.siblings(), n=3, cutoff=0.6)
+    if close:
+        hint = " Did you mean: " + ", ".join(close) + "?"
+    return ToolError(f"file not found: {where.shown}.{hint}")
 
 
 def _bounded_lines(fh: Any, chunk: int = 1 << 20) -> Any:
@@ -239,15 +231,17 @@ def _bounded_lines(fh: Any, chunk: int = 1 << 20) -> Any:
 
 def read_file(path: str, offset: int = 1, limit: int = DEFAULT_LIMIT, *, context: CallContext) -> str:
     """A numbered page of a text file (see ``READ_SCHEMA``)."""
-    target = _guarded(context, path, "read")
-    shown = _shown(context, target)
-    offset = max(1, int(offset))
-    limit = max(1, min(int(limit), MAX_LIMIT))
     from . import _stale
     from ._documents import document_kind, read_document
 
-    with _open_checked(target, shown) as raw:  # the checked file itself, whatever happens to the path now
-        _stale.remember_fd(context, target, raw.fileno())
+    where = _guarded(context, path, "read")
+    target, shown = Path(where.path), where.shown
+    offset = max(1, int(offset))
+    limit = max(1, min(int(limit), MAX_LIMIT))
+    with _open_checked(where) as raw:  # the checked file itself, whatever happens to the path now
+        seen = where.host
+        if seen is not None:
+            _stale.remember_fd(context, seen, raw.fileno())
         kind = document_kind(target)
         if kind is not None:
             return read_document(context, kind, raw, target, shown, offset, limit)
@@ -302,41 +296,46 @@ def _read_page(raw: BinaryIO, target: Path, shown: str, offset: int, limit: int)
 
 def write_file(path: str, content: str, force: bool = False, *, context: CallContext) -> str:
     """Write ``content`` to ``path`` atomically (see ``WRITE_SCHEMA``)."""
-    from hermes_core.fileio import atomic_write_nofollow
-
     from . import _stale
     from ._checks import format_gate
 
-    target = _guarded(context, path, "write")
-    shown = _shown(context, target)
+    where = _guarded(context, path, "write")
+    shown = where.shown
     try:
         data = content.encode("utf-8")
     except UnicodeEncodeError:
         raise ToolError("content contains invalid Unicode (lone surrogates); nothing was written") from None
-    _stale.check_fresh(context, target, shown, force, "written")
-    warning = format_gate(_config(context), target, shown, content)
+    seen = where.host
+    if seen is not None:
+        _stale.check_fresh(context, seen, shown, force, "written")
+    warning = format_gate(_config(context), where.pure, shown, content)
     try:
-        existed = atomic_write_nofollow(target, data)  # into the checked directory, or nowhere
+        existed = where.env.write(where.path, data)  # into the checked directory, beneath a root, or nowhere
     except OSError as exc:
         raise _write_failure(exc, shown) from None
-    _stale.remember(context, target, data)
+    if seen is not None:
+        _stale.remember(context, seen, data)
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     verb = "replaced" if existed else "created"
     return f"{verb} {shown}: {len(data)} bytes, {lines} lines{warning}"
 
 
-def _load_text(target: Path, shown: str) -> tuple[str, str]:
+def _load_text(where: Where) -> tuple[str, str]:
     """The text of a file to patch and its encoding."""
-    from ._fsio import NotRegularFile, read_text
+    from hermes_core.environments import NotRegularFile as EnvNotRegular
 
+    from ._fsio import NotRegularFile, read_text_from
+
+    shown = where.shown
     try:
-        text, found = read_text(target)
+        with where.open() as fh:
+            text, found = read_text_from(fh, where.pure)
     except (FileNotFoundError, NotADirectoryError):
         raise ToolError(f"file not found: {shown}") from None
-    except (IsADirectoryError, NotRegularFile):
+    except (IsADirectoryError, NotRegularFile, EnvNotRegular):
         raise ToolError(f"{shown} is not a regular file") from None
     except OSError as exc:
-        raise _open_failure(exc, shown, target, "changed") from None
+        raise _open_failure(exc, where, "changed") from None
     except ValueError as exc:
         raise ToolError(f"{shown} is a {exc}; patch edits text files only") from None
     encoding = found.encoding or "utf-8"
@@ -355,8 +354,6 @@ def _encode(text: str, encoding: str) -> bytes:
 def _replace(
     context: CallContext, path: str | None, old: str | None, new: str | None, every: bool, force: bool
 ) -> str:
-    from hermes_core.fileio import atomic_write_nofollow
-
     from . import _stale
     from ._checks import format_gate
     from ._patching import PatchError, replace_text, unified_diff
@@ -365,21 +362,24 @@ def _replace(
         raise ToolError("mode 'replace' needs path, old_string and new_string")
     if old is None or new is None:
         raise ToolError("mode 'replace' needs old_string and new_string")
-    target = _guarded(context, path, "write")
-    shown = _shown(context, target)
-    _stale.check_fresh(context, target, shown, force, "changed")
-    text, encoding = _load_text(target, shown)
+    where = _guarded(context, path, "write")
+    shown = where.shown
+    seen = where.host
+    if seen is not None:
+        _stale.check_fresh(context, seen, shown, force, "changed")
+    text, encoding = _load_text(where)
     try:
         result = replace_text(text, old, new, every)
     except PatchError as exc:
         raise ToolError(f"{shown}: {exc}") from None
-    warning = format_gate(_config(context), target, shown, result.text, text)
+    warning = format_gate(_config(context), where.pure, shown, result.text, text)
     data = _encode(result.text, encoding)
     try:
-        atomic_write_nofollow(target, data)
+        where.env.write(where.path, data)
     except OSError as exc:
         raise _write_failure(exc, shown) from None
-    _stale.remember(context, target, data)
+    if seen is not None:
+        _stale.remember(context, seen, data)
     how = "" if result.strategy == "exact" else f", {result.strategy} match"
     plural = "s" if result.count != 1 else ""
     head = f"patched {shown}: {result.count} replacement{plural} at line {result.first_line}{how}"
@@ -387,11 +387,8 @@ def _replace(
 
 
 def _apply_patch(context: CallContext, patch_text: str | None, force: bool = False) -> str:
-    from hermes_core.fileio import atomic_write_nofollow, unlink_nofollow
-
     from . import _stale
     from ._checks import format_gate
-    from ._fsio import read_bytes
     from ._patching import PatchError, apply_hunks, parse_patch, unified_diff
 
     if not patch_text or not patch_text.strip():
@@ -400,70 +397,74 @@ def _apply_patch(context: CallContext, patch_text: str | None, force: bool = Fal
         ops = parse_patch(patch_text)
     except PatchError as exc:
         raise ToolError(str(exc)) from None
-    plan: list[
-        tuple[str, Path, str, bytes | None, str, str]
-    ] = []  # kind, path, shown, old bytes, before, after
-    seen: set[Path] = set()
+    plan: list[tuple[str, Where, bytes | None, str, str]] = []  # kind, where, old bytes, before, after
+    seen: set[str] = set()
     warnings: list[str] = []
     config = _config(context)
     for op in ops:
-        target = _guarded(context, op.path, "write")
-        shown = _shown(context, target)
-        if target in seen:
+        where = _guarded(context, op.path, "write")
+        shown = where.shown
+        if where.path in seen:
             raise ToolError(f"{shown} appears more than once in the patch; merge its sections")
-        seen.add(target)
-        if op.kind != "add":
-            _stale.check_fresh(context, target, shown, force, "changed")
+        seen.add(where.path)
+        host = where.host
+        if op.kind != "add" and host is not None:
+            _stale.check_fresh(context, host, shown, force, "changed")
         if op.kind == "add":
-            if os.path.lexists(target):
+            if where.exists():
                 raise ToolError(f"cannot add {shown}: it already exists (use '*** Update File')")
             after = "\n".join(op.content) + ("\n" if op.content else "")
-            warnings.append(format_gate(config, target, shown, after))
-            plan.append(("add", target, shown, None, "", after))
+            warnings.append(format_gate(config, where.pure, shown, after))
+            plan.append(("add", where, None, "", after))
             continue
-        text, encoding = _load_text(target, shown)
+        text, encoding = _load_text(where)
         try:
-            old_bytes = read_bytes(target)  # kept to restore the file if a later write fails
+            with where.open() as fh:
+                old_bytes = fh.read()  # kept to restore the file if a later write fails
         except OSError as exc:
-            raise _open_failure(exc, shown, target, "changed") from None
+            raise _open_failure(exc, where, "changed") from None
         if op.kind == "delete":
-            plan.append(("delete", target, shown, old_bytes, text, ""))
+            plan.append(("delete", where, old_bytes, text, ""))
             continue
         try:
             after = apply_hunks(text, op.hunks, shown)
         except PatchError as exc:
             raise ToolError(f"{exc}. Nothing was changed.") from None
-        warnings.append(format_gate(config, target, shown, after, text))
-        plan.append(("update:" + encoding, target, shown, old_bytes, text, after))
-    done: list[tuple[str, Path, bytes | None]] = []
+        warnings.append(format_gate(config, where.pure, shown, after, text))
+        plan.append(("update:" + encoding, where, old_bytes, text, after))
+    done: list[tuple[str, Where, bytes | None]] = []
     try:
-        for kind, target, _shown_path, prior, _before, after in plan:
+        for kind, where, prior, _before, after in plan:
+            host = where.host
             if kind == "delete":
-                unlink_nofollow(target)
-                _stale.forget(context, target)
+                where.env.remove(where.path)
+                if host is not None:
+                    _stale.forget(context, host)
             else:
                 data = _encode(after, kind.partition(":")[2] or "utf-8")
-                atomic_write_nofollow(target, data)
-                _stale.remember(context, target, data)
-            done.append((kind, target, prior))
+                where.env.write(where.path, data)
+                if host is not None:
+                    _stale.remember(context, host, data)
+            done.append((kind, where, prior))
     except OSError as exc:
         _roll_back(done)
-        raise ToolError(f"could not write {target}: {exc.strerror or exc}; every file was restored") from None
+        failure = _write_failure(exc, where.shown).message
+        raise ToolError(f"{failure}; every file was restored") from None
     parts = [f"applied patch: {len(plan)} file{'s' if len(plan) != 1 else ''}" + "".join(warnings)]
-    for kind, _target, shown, _old, before, after in plan:
-        parts.append(unified_diff(shown, before, after, created=kind == "add", deleted=kind == "delete"))
+    for kind, where, _old, before, after in plan:
+        parts.append(
+            unified_diff(where.shown, before, after, created=kind == "add", deleted=kind == "delete")
+        )
     return "\n".join(parts)
 
 
-def _roll_back(done: list[tuple[str, Path, bytes | None]]) -> None:
-    from hermes_core.fileio import atomic_write_nofollow, unlink_nofollow
-
-    for kind, target, old_bytes in reversed(done):
+def _roll_back(done: list[tuple[str, Where, bytes | None]]) -> None:
+    for kind, where, old_bytes in reversed(done):
         try:
             if kind == "add":
-                unlink_nofollow(target)
+                where.env.remove(where.path)
             elif old_bytes is not None:
-                atomic_write_nofollow(target, old_bytes)
+                where.env.write(where.path, old_bytes)
         except OSError:
             continue
 
@@ -510,10 +511,18 @@ def search_files(
 
     if not pattern:
         raise ToolError("pattern is empty")
-    root = _guarded(context, path or ".", "read")
-    shown_root = _shown(context, root)
-    if not root.exists():
-        raise _missing(root, shown_root)
+    where = _guarded(context, path or ".", "read")
+    try:
+        found_root = where.exists()
+    except OSError as exc:
+        raise _open_failure(exc, where, "read") from None
+    if not found_root:
+        raise _missing(where)
+    root = where.env.local_path(where.path)  # the engines search this host's disk
+    if root is None:
+        raise ToolError(f"search_files cannot search {where.shown} in the {where.env.kind} environment")
+    shown_root = where.shown
+    to_env = _env_paths(where, root)
     limit = max(1, min(int(limit), 500))
     offset = max(0, int(offset))
     config = _config(context)
@@ -523,7 +532,7 @@ def search_files(
         "case_sensitive": case_sensitive,
         "file_glob": file_glob,
         "engine": engine,
-        "allowed": _search_visible(context, root),
+        "allowed": _search_visible(context, where, to_env),
         "timeout": timeout,
     }
     try:
@@ -543,9 +552,9 @@ def search_files(
         raise ToolError(f"offset {offset} is past the last result ({total} {what})")
     page = found[offset : offset + limit]
     if target == "files":
-        lines = [_shown(context, Path(m.path)) for m in page]
+        lines = [_shown_found(where, to_env, m.path) for m in page]
     else:
-        lines = [f"{_shown(context, Path(m.path))}:{m.line}:{m.text}" for m in page]
+        lines = [f"{_shown_found(where, to_env, m.path)}:{m.line}:{m.text}" for m in page]
     count = f"{total}+" if total >= MAX_COLLECT else str(total)
     footer = f"[{what} {offset + 1}-{offset + len(page)} of {count}"
     if offset + len(page) < total:
@@ -564,26 +573,48 @@ def _search_timeout(value: Any, default: float) -> float:
     return min(max(seconds, 0.1), 600.0)
 
 
-def _search_visible(context: CallContext, root: Path) -> Any:
-    """A predicate: may a search look at this file? Its own read is allowed, or needs exactly the approval
-    the search root already got (searching an approved folder outside the workspace shows its files, not the
-    keys or .env files inside it). Verdicts are cached for the one search."""
+def _env_paths(where: Where, root: Path) -> Any:
+    """Host path of a found file -> its path in the environment (the engines search ``root`` on the host)."""
+    host, env_root = str(root).rstrip("/"), where.path.rstrip("/")
+
+    def to_env(found: str) -> str:
+        return env_root + found[len(host) :] if found.startswith(host) else found
+
+    return to_env
+
+
+def _shown_found(where: Where, to_env: Any, found: str) -> str:
+    from ._where import shown
+
+    return shown(where.env, to_env(found))
+
+
+def _search_visible(context: CallContext, where: Where, to_env: Any) -> Any:
+    """A predicate: may a search look at this file? Nothing the environment hides, and its own read is allowed,
+    or needs exactly the approval the search root already got (searching an approved folder outside the
+    workspace shows its files, not the keys or .env files inside it). Verdicts are cached for the one search."""
     from hermes_core.security import check_path
+
+    hidden = [h.rstrip("/") for h in where.env.hidden_within(where.path)]
 
     def reason(verdict: Any) -> str:
         return str(verdict.reason).rpartition(": ")[2]
 
     try:
-        root_verdict = check_path(root, "read", context.workspace)
+        root_verdict = check_path(where.path, "read", context.workspace)
     except ValueError:
         return lambda path: False
     approved_reason = reason(root_verdict) if root_verdict.decision == "ask" else None
     seen: dict[str, bool] = {}
 
-    def visible(path: str) -> bool:
-        known = seen.get(path)
+    def visible(found: str) -> bool:
+        known = seen.get(found)
         if known is not None:
             return known
+        path = to_env(found)
+        if any(path == h or path.startswith(h + "/") for h in hidden):
+            seen[found] = False
+            return False
         try:
             verdict = check_path(path, "read", context.workspace)
         except ValueError:
@@ -594,7 +625,7 @@ def _search_visible(context: CallContext, root: Path) -> Any:
                 and approved_reason is not None
                 and reason(verdict) == approved_reason
             )
-        seen[path] = ok
+        seen[found] = ok
         return ok
 
     return visible
@@ -608,6 +639,13 @@ def _config(context: CallContext) -> dict[str, Any]:
     return cfg if isinstance(cfg, dict) else {}
 
 
+def _check(system: Any) -> tuple[bool, str] | Unavailable:
+    """Hidden, with the reason, when the session environment cannot serve files (a remote kind that is down)."""
+    from hermes_core.environments import environment_check
+
+    return environment_check(system, files=True)
+
+
 def register(registry: ToolRegistry) -> None:
     """Register the file tools (toolset "file")."""
     registry.register(
@@ -615,6 +653,7 @@ def register(registry: ToolRegistry) -> None:
         toolset="file",
         schema=READ_SCHEMA,
         handler=read_file,
+        check_fn=_check,
         emoji="📖",
         max_result_size_chars=MAX_PAGE_CHARS + 20_000,
         parallel_safe=True,
@@ -624,6 +663,7 @@ def register(registry: ToolRegistry) -> None:
         toolset="file",
         schema=WRITE_SCHEMA,
         handler=write_file,
+        check_fn=_check,
         emoji="✍️",
         max_result_size_chars=4000,
     )
@@ -632,6 +672,7 @@ def register(registry: ToolRegistry) -> None:
         toolset="file",
         schema=PATCH_SCHEMA,
         handler=patch,
+        check_fn=_check,
         emoji="🩹",
         max_result_size_chars=50_000,
     )
@@ -640,6 +681,7 @@ def register(registry: ToolRegistry) -> None:
         toolset="file",
         schema=SEARCH_SCHEMA,
         handler=search_files,
+        check_fn=_check,
         emoji="🔎",
         max_result_size_chars=60_000,
         parallel_safe=True,

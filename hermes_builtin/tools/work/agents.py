@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
 
 if TYPE_CHECKING:
-    from hermes_core import ToolSystem
+    from hermes_core import Host, ToolSystem
     from hermes_core.agent import Agent, AgentResult
 
 MAX_CONCURRENCY = 3  # defaults of [plugins.agents] max_concurrency and max_tasks (shown in the schema)
@@ -213,6 +213,45 @@ def _allowed_tools(
     return frozenset(allowed)
 
 
+def subagent_tools(system: Host, toolsets: Sequence[str] | None = None) -> frozenset[str]:
+    """The tools a sub-agent started outside a tool call gets (``hermes kanban dispatch``): ``toolsets`` (default:
+    the system's selection) without the tools nobody could answer (``clarify``) and without ``delegate_task``."""
+    allowed = set(system.available(list(toolsets) if toolsets else None)) - NO_SUBAGENT_TOOLS
+    allowed.discard("delegate_task")
+    return frozenset(allowed)
+
+
+def make_subagent(
+    system: Host,
+    allowed: frozenset[str],
+    max_turns: int,
+    *,
+    parent: Agent | None = None,
+    session_id: str | None = None,
+    model: str | None = None,
+    system_prompt: str = SUBAGENT_PROMPT,
+) -> Agent:
+    """A sub-agent as delegate_task makes them: its own conversation, ``allowed`` tools, a turn budget, the
+    sub-agent prompt (``ModelConfigError`` when no model is usable)."""
+    from hermes_core.agent import Agent
+
+    return Agent(
+        system,
+        model=model,
+        parent=parent,
+        allowed_tools=allowed,
+        system_prompt=system_prompt,
+        max_turns=max_turns,
+        session_id=session_id,
+    )
+
+
+def subagent_limits(system: Host) -> tuple[int, int]:
+    """``(max_concurrency, subagent_max_turns)`` from ``[plugins.agents]``."""
+    limits = _Limits(_settings(system))
+    return limits.concurrency, limits.turns
+
+
 def _task_prompt(task: dict[str, Any]) -> str:
     prompt = f"Your task: {task['goal'].strip()}"
     background = str(task.get("background") or "").strip()
@@ -280,12 +319,11 @@ def delegate_task(
                 context, parent, task.get("toolsets"), may_delegate=depth + 1 < max_depth
             )
             agents.append(
-                Agent(
+                make_subagent(
                     system,
+                    allowed,
+                    turns,
                     parent=parent,
-                    allowed_tools=allowed,
-                    system_prompt=SUBAGENT_PROMPT,
-                    max_turns=turns,
                     session_id=None
                     if parent is not None
                     else f"{context.session_id}/task-{uuid.uuid4().hex[:6]}",

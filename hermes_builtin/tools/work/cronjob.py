@@ -1,155 +1,74 @@
-"""``cronjob``: scheduled tool calls, plus ``run_due_jobs`` / ``run_loop`` for the ``hermes cron run`` command.
+"""``cronjob``: the model's way to schedule jobs for ``hermes_core.scheduler`` (tool calls or agent prompts).
 
-Jobs live in ``<data dir>/cronjob/jobs.json`` (atomic writes under a file lock). A job runs one tool call
-(``tool`` + ``arguments``) through the tool system's pipeline, so hooks, guards and size limits apply; its
-calls use the session id ``cron-<job id>``.
+Jobs live in the scheduler's store (``[scheduler] store``, default ``<data dir>/scheduler/jobs.db``) and run in
+every long-lived hermes process that runs a scheduler (``hermes chat``, ``hermes mcp serve``, ``hermes cron
+serve``, a ``ToolSystem`` loaded with ``scheduler=True``), each due slot exactly once.
 
-A job records where and by whom it was made: its ``workspace``, the tools its creator could use
-(``selection``) and its ``creator`` (session and call). It runs in that workspace (file tools, guards and
-the sandbox all see it, not the runner's directory) and may call only those tools. A job whose tool runs
-commands (``terminal``, ``execute_code``) needs a human's approval to be created, since it will run later
-with nobody watching; headless hosts are refused unless ``[plugins.cronjob] commands = "allow"``. Its
-command is judged again by the guard each time it runs.
+A job records where and by whom it was made: its ``workspace``, the tools its creator could use (``selection``)
+and its ``creator`` (session and call). It runs in that workspace, may use only those tools, and runs headless:
+anything that needs approval when it runs is denied unless a standing approval allows it. A job whose tool runs
+commands (``terminal``, ``execute_code``), and every agent job that may run commands, needs a human's approval to
+be created, since it will run later with nobody watching; headless hosts are refused unless ``[plugins.cronjob]
+commands = "allow"``. Its commands are judged again by the guard each time they run.
 
-Schedules (all times UTC):
-
-- ``every:<N><s|m|h|d>``, e.g. ``every:30m``: every N units, at least one minute; the next run is counted
-  from the moment a run starts.
-- ``cron:<expr>``, e.g. ``cron:0 9 * * 1-5``: a five-field cron expression (or ``@hourly``, ``@daily``...),
-  evaluated by ``croniter``. A bare five-field expression is accepted too.
-
-Catch-up policy: a job whose time passed while no runner was active runs once at the next pass, never once
-per missed slot; its next run is then the first slot after that pass. A paused job skips its slots and
-resumes from the next slot after ``resume``.
-
-Overlap policy: a run holds an exclusive ``flock`` on ``locks/<job id>.lock``; another runner (thread or
-process) finding it taken skips the job, and a runner that gets the lock re-reads the job and runs it only
-if it is still due, so two runners never run the same slot twice.
+An agent job (``prompt``) runs ``hermes_core.agent.Agent`` with the job's ``model``, ``toolsets`` and ``skills``
+(defaults from ``[scheduler]``); its answer is delivered to each ``deliver`` target (see
+``hermes_core.scheduler``) and recorded with the run (``action=runs``, ``hermes cron runs JOB``).
 """
 
 from __future__ import annotations
 
-import logging
+import json
 import os
-import re
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from hermes_core import CallContext, ToolError, ToolRegistry
 
-from ._state import file_lock, read_json, update_json
-
 if TYPE_CHECKING:
-    from hermes_core import Host
+    from collections.abc import Callable
 
-__all__ = ["JobRun", "next_run_after", "parse_schedule", "run_due_jobs", "run_loop"]
+    from hermes_core.scheduler import Job, JobStore, Run
 
-log = logging.getLogger("hermes.cron")
+__all__ = ["COMMAND_TOOLS", "MAX_JOBS", "job_line", "run_line"]
 
 TOOLSET = "cronjob"
 MAX_JOBS = 100
-MAX_RESULT = 2_000
-MIN_INTERVAL = 60
-MAX_INTERVAL = 366 * 86_400
-FORBIDDEN_TOOLS = frozenset({"cronjob", "clarify"})
+MAX_SHOWN = 2_000
 COMMAND_TOOLS = frozenset({"terminal", "execute_code"})
-_EVERY = re.compile(r"^every:\s*(\d{1,9})\s*([smhd])$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+_LIST = {"type": "array", "items": {"type": "string"}}
 
 SCHEMA: dict[str, Any] = {
     "name": "cronjob",
     "description": (
-        "Schedule tool calls. create: name, schedule, tool, arguments (the call to make). "
-        "schedule is 'every:<N><s|m|h|d>' (min 1 minute, e.g. every:2h) or 'cron:<5-field expr>' in UTC "
-        "(e.g. cron:0 9 * * 1-5). list shows jobs with ids, next and last runs. update (job_id + fields), "
-        "pause, resume, remove, run (now) take job_id. A missed slot runs once when the scheduler is back."
+        "Schedule jobs (UTC): every:<N><m|h|d> or cron:<expr>. create: name, schedule, tool+arguments or "
+        "prompt (agent: +skills, toolsets, model). deliver: file:PATH, session:ID, telegram|discord|"
+        "slack[:TARGET]. Other actions need job_id. A missed slot runs once (catch_up=skip: not)."
     ),
     "parameters": {
         "type": "object",
         "properties": {
             "action": {
                 "type": "string",
-                "enum": ["create", "list", "update", "pause", "resume", "remove", "run"],
+                "enum": ["create", "list", "runs", "update", "pause", "resume", "remove", "run"],
             },
-            "job_id": {"type": "string", "maxLength": 64},
-            "name": {"type": "string", "minLength": 1, "maxLength": 100},
-            "schedule": {"type": "string", "minLength": 1, "maxLength": 120},
-            "tool": {"type": "string", "minLength": 1, "maxLength": 128, "description": "Tool to call."},
-            "arguments": {"type": "object", "description": "Arguments of that tool call."},
+            "job_id": {"type": "string"},
+            "name": {"type": "string"},
+            "schedule": {"type": "string"},
+            "tool": {"type": "string"},
+            "arguments": {"type": "object"},
+            "prompt": {"type": "string"},
+            "skills": _LIST,
+            "toolsets": _LIST,
+            "model": {"type": "string"},
+            "deliver": _LIST,
+            "catch_up": {"enum": ["once", "skip"]},
         },
         "required": ["action"],
         "additionalProperties": False,
     },
 }
-
-
-class JobRun(NamedTuple):
-    """One executed (or skipped) job: ``status`` is the call's status (ok/error/blocked/denied) or ``skipped``."""
-
-    job_id: str
-    name: str
-    tool: str
-    status: str
-    result: str
-    started_at: float
-    duration_ms: float
-
-
-def parse_schedule(schedule: str) -> str:
-    """The normalized schedule string; raises ``ToolError`` with a usable message when it is invalid."""
-    text = " ".join(schedule.split())
-    every = _EVERY.match(text)
-    if every:
-        seconds = int(every.group(1)) * _UNITS[every.group(2)]
-        if not MIN_INTERVAL <= seconds <= MAX_INTERVAL:
-            raise ToolError(f"interval {text!r} must be between 1 minute and 366 days")
-        return f"every:{every.group(1)}{every.group(2)}"
-    expr = text[5:].strip() if text.startswith("cron:") else text
-    if expr.startswith("every"):
-        raise ToolError(f"bad interval {text!r}; write e.g. every:15m, every:2h or every:1d")
-    from croniter import croniter
-
-    if not (expr.startswith("@") or len(expr.split()) == 5) or not croniter.is_valid(expr):
-        raise ToolError(
-            f"bad schedule {text!r}; use every:<N><s|m|h|d> or cron:<minute hour day month weekday>, "
-            "e.g. cron:*/15 * * * *"
-        )
-    return f"cron:{expr}"
-
-
-def next_run_after(schedule: str, after: float) -> float:
-    """The first run time (UNIX seconds) strictly after ``after`` for a normalized schedule."""
-    if schedule.startswith("every:"):
-        spec = schedule[6:]
-        return after + int(spec[:-1]) * _UNITS[spec[-1]]
-    from datetime import UTC, datetime
-
-    from croniter import croniter
-
-    start = datetime.fromtimestamp(after, tz=UTC)
-    nxt: datetime = croniter(schedule[5:], start).get_next(datetime)
-    return nxt.timestamp()
-
-
-def _dir(data_dir: Path) -> Path:
-    return data_dir / TOOLSET
-
-
-def _jobs_path(data_dir: Path) -> Path:
-    return _dir(data_dir) / "jobs.json"
-
-
-def _lock_path(data_dir: Path, job_id: str) -> Path:
-    return _dir(data_dir) / "locks" / f"{job_id}.lock"
-
-
-def _jobs(raw: Any) -> list[dict[str, Any]]:
-    if not isinstance(raw, dict) or not isinstance(raw.get("jobs"), list):
-        return []
-    return [j for j in raw["jobs"] if isinstance(j, dict) and isinstance(j.get("id"), str)]
 
 
 def _iso(ts: float | None) -> str:
@@ -158,29 +77,78 @@ def _iso(ts: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ts))
 
 
-def _cut(text: str) -> str:
-    return text if len(text) <= MAX_RESULT else text[:MAX_RESULT] + f" …(cut, {len(text)} chars)"
+def _cut(text: str, limit: int = MAX_SHOWN) -> str:
+    return text if len(text) <= limit else text[:limit] + f" …(cut, {len(text)} chars)"
 
 
-def _describe(job: dict[str, Any]) -> str:
-    import json
+def job_line(job: Job, last: Run | None = None) -> str:
+    """One job as the tool and ``hermes cron list`` show it."""
+    from hermes_core.scheduler import next_slot
 
-    args = json.dumps(job.get("arguments", {}), ensure_ascii=False)
-    if len(args) > 200:
-        args = args[:200] + "…"
-    state = "active" if job.get("enabled", True) else "paused"
+    if job.kind == "agent":
+        what = "agent: " + " ".join(str(job.prompt).split())[:120]
+    else:
+        args = json.dumps(job.arguments, ensure_ascii=False)
+        what = f"{job.tool}({args if len(args) <= 200 else args[:200] + '…'})"
+    state = "active" if job.enabled else "paused"
+    nxt = next_slot(job.schedule, job.anchor, max(time.time(), float(job.last_slot or 0)))
     line = (
-        f"{job['id']} '{job.get('name', '')}' [{state}] {job.get('schedule')} -> {job.get('tool')}({args}); "
-        f"next {_iso(job.get('next_run')) if job.get('enabled', True) else '-'}, last {_iso(job.get('last_run'))}"
+        f"{job.id} '{job.name}' [{state}] {job.schedule} -> {what}; next {_iso(nxt) if job.enabled else '-'}"
     )
-    if job.get("last_status"):
-        result = " ".join(str(job.get("last_result", "")).split())[:160]
-        line += f" ({job['last_status']}: {result})"
+    if job.deliver:
+        line += f"; deliver {', '.join(job.deliver)}"
+    if last is not None:
+        line += f"; last {_iso(last.started_at)} {last.status}: {' '.join(last.output.split())[:160]}"
     return line
 
 
+def run_line(run: Run) -> str:
+    """One run as the tool and ``hermes cron runs`` show it."""
+    took = f"{run.duration_ms:.0f} ms" if run.duration_ms is not None else "running"
+    slot = f"slot {_iso(run.slot)}" if run.slot is not None else "manual"
+    missed = f", stood for {run.missed + 1} missed slots" if run.missed else ""
+    return f"#{run.id} {_iso(run.started_at)} {run.status} ({took}, {slot}{missed}): {_cut(run.output, 300)}"
+
+
+def _store(context: CallContext) -> JobStore:
+    from hermes_core.scheduler import JobStore
+
+    assert context.host is not None
+    return JobStore.for_system(context.host)
+
+
+def _wake(context: CallContext) -> None:
+    """Tell a scheduler running in this process that the jobs changed."""
+    if context.host is not None:
+        wakers: list[Callable[[], None]] = context.host.stash(
+            "scheduler.wakers", list, cleanup=lambda _w: None
+        )
+        for wake in wakers:
+            wake()
+
+
+def _schedule(schedule: str) -> str:
+    from hermes_core.scheduler import ScheduleError, parse_schedule
+
+    try:
+        return parse_schedule(schedule)
+    except ScheduleError as err:
+        raise ToolError(str(err)) from None
+
+
+def _deliveries(targets: list[str] | None) -> list[str]:
+    from hermes_core.scheduler import check_delivery
+
+    try:
+        return [check_delivery(t) for t in targets or []]
+    except ValueError as err:
+        raise ToolError(str(err)) from None
+
+
 def _check_tool(context: CallContext, tool: str, arguments: dict[str, Any]) -> None:
-    if tool in FORBIDDEN_TOOLS:
+    from hermes_core.scheduler import JOB_EXCLUDED_TOOLS
+
+    if tool in JOB_EXCLUDED_TOOLS:
         raise ToolError(f"a job cannot call {tool!r}")
     host = context.host
     entry = host.tool(tool) if host is not None else None
@@ -198,30 +166,75 @@ def _check_tool(context: CallContext, tool: str, arguments: dict[str, Any]) -> N
         raise ToolError(f"the arguments do not fit {tool!r}: {exc}") from None
 
 
-def _approve_command_job(context: CallContext, tool: str, arguments: dict[str, Any], workspace: str) -> None:
-    """A job that runs commands needs a human's yes (or ``[plugins.cronjob] commands = "allow"``)."""
-    import json
+def _check_agent(context: CallContext, toolsets: list[str] | None, model: str | None) -> frozenset[str]:
+    """The tools an agent job would get (``ToolError`` for an unknown toolset or model)."""
+    from hermes_core.scheduler import JOB_EXCLUDED_TOOLS
 
-    if tool not in COMMAND_TOOLS:
+    host = context.host
+    if host is None:
+        raise ToolError("agent jobs need a tool system", retryable=False)
+    try:
+        tools = set(host.available(toolsets))
+    except ValueError as err:
+        raise ToolError(f"toolsets: {err}") from None
+    if context.enabled is not None:
+        tools &= context.enabled
+    if model is not None:
+        from hermes_core.models import model_names
+
+        names = model_names(host)
+        if model not in names:
+            raise ToolError(f"unknown model {model!r}; configured models: {', '.join(names) or 'none'}")
+    return frozenset(tools - JOB_EXCLUDED_TOOLS)
+
+
+def _approve(context: CallContext, job: Job, tools: frozenset[str]) -> None:
+    """A job that may run commands needs a human's yes (or ``[plugins.cronjob] commands = "allow"``)."""
+    runs_commands = (job.kind == "tool" and job.tool in COMMAND_TOOLS) or (
+        job.kind == "agent" and bool(tools & COMMAND_TOOLS)
+    )
+    if not runs_commands:
         return
-    reason = f"schedules a {tool} call that will run later, unattended, in {workspace}"
-    command = arguments.get("command")
-    if tool == "terminal" and isinstance(command, str):
-        verdict = context.classify_command(command, workspace)
-        if verdict.hardline:
-            raise ToolError(f"a job cannot run this command: it is never allowed ({verdict.reason})")
-        if verdict.dangerous:
-            reason += (
-                f"; the command is dangerous ({verdict.reason}) and will need approval again when it runs"
-            )
+    workspace = str(job.workspace)
+    if job.kind == "tool":
+        reason = f"schedules a {job.tool} call that will run later, unattended, in {workspace}"
+        command = job.arguments.get("command")
+        if job.tool == "terminal" and isinstance(command, str):
+            verdict = context.classify_command(command, workspace)
+            if verdict.hardline:
+                raise ToolError(f"a job cannot run this command: it is never allowed ({verdict.reason})")
+            if verdict.dangerous:
+                reason += (
+                    f"; the command is dangerous ({verdict.reason}) and will need approval again when it runs"
+                )
+        subject = (
+            f"cron {job.tool} in {workspace}: {json.dumps(job.arguments, sort_keys=True, ensure_ascii=False)}"
+        )
+    else:
+        names = ", ".join(sorted(tools & COMMAND_TOOLS))
+        reason = f"schedules an agent that may run commands ({names}) later, unattended, in {workspace}"
+        subject = f"cron agent in {workspace}: {job.prompt}"
     try:
         settings = context.plugin_config(TOOLSET)
     except Exception:
         settings = {}
     if isinstance(settings, dict) and settings.get("commands") == "allow":
         return
-    subject = f"cron {tool} in {workspace}: {json.dumps(arguments, sort_keys=True, ensure_ascii=False)}"
     context.request_approval(subject, reason, "cron")
+
+
+def _need_id(job_id: str | None, action: str) -> str:
+    if not job_id:
+        raise ToolError(f"{action} needs 'job_id' (see action list)")
+    return job_id.strip()
+
+
+def _find(store: JobStore, job_id: str) -> Job:
+    job = store.get(job_id)
+    if job is None:
+        known = ", ".join(j.id for j in store.list_jobs()) or "none"
+        raise ToolError(f"no job {job_id!r} (jobs: {known})")
+    return job
 
 
 def cronjob(
@@ -231,249 +244,197 @@ def cronjob(
     schedule: str | None = None,
     tool: str | None = None,
     arguments: dict[str, Any] | None = None,
+    prompt: str | None = None,
+    skills: list[str] | None = None,
+    toolsets: list[str] | None = None,
+    model: str | None = None,
+    deliver: list[str] | None = None,
+    catch_up: str | None = None,
     *,
     context: CallContext,
 ) -> str:
-    """Create, list, update, pause, resume, remove or run-now a scheduled job."""
-    data_dir = context.data_dir
-    path = _jobs_path(data_dir)
+    """Create, list, update, pause, resume, remove, run now, or show the runs of scheduled jobs."""
+    store = _store(context)
     if action == "list":
-        jobs = _jobs(read_json(path, None))
+        jobs = store.list_jobs()
         if not jobs:
             return "No scheduled jobs."
-        return f"{len(jobs)} job(s):\n" + "\n".join(_describe(j) for j in jobs)
+        lines = []
+        for job in jobs:
+            last = store.history(job.id, 1)
+            lines.append(job_line(job, last[0] if last else None))
+        return f"{len(jobs)} job(s):\n" + "\n".join(lines)
+    if action == "runs":
+        runs = store.history(job_id.strip() if job_id else None, 20)
+        if not runs:
+            return "No runs yet."
+        return "\n".join(f"{r.job_id} {run_line(r)}" for r in runs)
     if action == "run":
-        return _run_now(context, _need_id(job_id, action))
+        return _run_now(context, store, _need_id(job_id, action))
     if action == "create":
-        if not (name and schedule and tool):
-            raise ToolError("create needs name, schedule and tool (and usually arguments)")
-        norm = parse_schedule(schedule)
-        args = arguments or {}
-        _check_tool(context, tool, args)
-        workspace = str(Path(context.workspace).resolve())
-        _approve_command_job(context, tool, args, workspace)
-        now = time.time()
-        job: dict[str, Any] = {
-            "id": os.urandom(4).hex(),
-            "name": " ".join(name.split()),
-            "schedule": norm,
-            "tool": tool,
-            "arguments": args,
-            "enabled": True,
-            "created_at": now,
-            "next_run": next_run_after(norm, now),
-            "last_run": None,
-            "last_status": None,
-            "last_result": None,
-            "run_count": 0,
-            "workspace": workspace,
-            "selection": sorted(context.enabled) if context.enabled is not None else None,
-            "creator": {"session": context.session_id, "call": context.call_id, "at": now},
-        }
-        with update_json(path, None) as box:
-            jobs = _jobs(box[0])
-            if len(jobs) >= MAX_JOBS:
-                raise ToolError(f"there are already {MAX_JOBS} jobs; remove some first")
-            jobs.append(job)
-            box[0] = {"jobs": jobs}
-        return f"Created job {_describe(job)}"
+        return _create(
+            context,
+            store,
+            name,
+            schedule,
+            tool,
+            arguments,
+            prompt,
+            skills,
+            toolsets,
+            model,
+            deliver,
+            catch_up,
+        )
     if action not in ("update", "pause", "resume", "remove"):
         raise ToolError(f"unknown action {action!r}")
-    wanted = _need_id(job_id, action)
-    new_schedule: str | None = None
-    if action == "update":
-        if not any(v is not None for v in (name, schedule, tool, arguments)):
-            raise ToolError("update needs at least one of name, schedule, tool, arguments")
-        new_schedule = parse_schedule(schedule) if schedule is not None else None
-    with update_json(path, None) as box:
-        jobs = _jobs(box[0])
-        box[0] = {"jobs": jobs}
-        job = _find(jobs, wanted)
-        now = time.time()
-        if action == "remove":
-            jobs.remove(job)
-            return f"Removed job {wanted} '{job.get('name', '')}'."
-        if action == "pause":
-            job["enabled"] = False
-        elif action == "resume":
-            job["enabled"] = True
-            job["next_run"] = next_run_after(job["schedule"], now)
-        else:
-            if name is not None:
-                job["name"] = " ".join(name.split())
-            if tool is not None or arguments is not None:
-                new_tool = tool if tool is not None else job["tool"]
-                new_args = arguments if arguments is not None else job.get("arguments", {})
-                _check_tool(context, new_tool, new_args)
-                _approve_command_job(
-                    context, new_tool, new_args, str(job.get("workspace") or context.workspace)
-                )
-                job["tool"], job["arguments"] = new_tool, new_args
-            if new_schedule is not None:
-                job["schedule"] = new_schedule
-                job["next_run"] = next_run_after(new_schedule, now)
-        return f"{action.capitalize()}d job {_describe(job)}"
+    job = _find(store, _need_id(job_id, action))
+    if job.source == "config":
+        raise ToolError(f"job {job.id} comes from the config file ([scheduler.jobs]); change it there")
+    if action == "remove":
+        store.remove(job.id)
+        _wake(context)
+        return f"Removed job {job.id} '{job.name}'."
+    if action == "pause":
+        job.enabled = False
+    elif action == "resume":
+        from hermes_core.scheduler import latest_slot
+
+        job.enabled = True  # the slots it slept through are skipped: resume counts from now
+        job.last_slot = latest_slot(job.schedule, job.anchor, time.time()) or job.last_slot
+    else:
+        _update(
+            context, job, name, schedule, tool, arguments, prompt, skills, toolsets, model, deliver, catch_up
+        )
+    store.save(job)
+    _wake(context)
+    return f"{action.capitalize()}d job {job_line(job)}"
 
 
-def _need_id(job_id: str | None, action: str) -> str:
-    if not job_id:
-        raise ToolError(f"{action} needs 'job_id' (see action list)")
-    return job_id.strip()
+def _create(
+    context: CallContext,
+    store: JobStore,
+    name: str | None,
+    schedule: str | None,
+    tool: str | None,
+    arguments: dict[str, Any] | None,
+    prompt: str | None,
+    skills: list[str] | None,
+    toolsets: list[str] | None,
+    model: str | None,
+    deliver: list[str] | None,
+    catch_up: str | None,
+) -> str:
+    from hermes_core.scheduler import Job
+
+    if not (name and schedule):
+        raise ToolError("create needs name and schedule, and either tool (+ arguments) or prompt")
+    if (
+        len(name) > 100
+        or len(prompt or "") > 20_000
+        or any(len(v or []) > 16 for v in (skills, toolsets, deliver))
+    ):
+        raise ToolError(
+            "too long: name up to 100 characters, prompt 20,000, at most 16 skills/toolsets/targets"
+        )
+    if (tool is None) == (prompt is None):
+        raise ToolError("give either 'tool' (+ 'arguments': one call) or 'prompt' (an agent job), not both")
+    if prompt is None and (skills or toolsets or model):
+        raise ToolError("skills, toolsets and model are for agent jobs (with 'prompt')")
+    now = time.time()
+    job = Job(
+        id=os.urandom(4).hex(),
+        name=" ".join(name.split()),
+        schedule=_schedule(schedule),
+        kind="agent" if prompt is not None else "tool",
+        tool=tool,
+        arguments=dict(arguments or {}),
+        prompt=prompt,
+        model=model,
+        toolsets=list(toolsets) if toolsets else None,
+        skills=list(skills or []),
+        deliver=_deliveries(deliver),
+        catch_up=catch_up,
+        workspace=str(Path(context.workspace).resolve()),
+        selection=sorted(context.enabled) if context.enabled is not None else None,
+        creator={"session": context.session_id, "call": context.call_id, "at": now},
+        created_at=now,
+        anchor=int(now),
+    )
+    _vet(context, job)
+    try:
+        store.add(job, limit=MAX_JOBS)
+    except ValueError as err:
+        raise ToolError(str(err)) from None
+    _wake(context)
+    return f"Created job {job_line(job)}"
 
 
-def _find(jobs: list[dict[str, Any]], job_id: str) -> dict[str, Any]:
-    for job in jobs:
-        if job["id"] == job_id:
-            return job
-    known = ", ".join(j["id"] for j in jobs) or "none"
-    raise ToolError(f"no job {job_id!r} (jobs: {known})")
+def _vet(context: CallContext, job: Job) -> None:
+    if job.kind == "tool":
+        assert job.tool is not None
+        _check_tool(context, job.tool, job.arguments)
+        _approve(context, job, frozenset())
+    else:
+        tools = _check_agent(context, job.toolsets, job.model)
+        _approve(context, job, tools)
 
 
-def _record(data_dir: Path, job_id: str, started: float, status: str, result: str) -> None:
-    with update_json(_jobs_path(data_dir), None) as box:
-        jobs = _jobs(box[0])
-        box[0] = {"jobs": jobs}
-        for job in jobs:
-            if job["id"] == job_id:
-                job["last_run"] = started
-                job["last_status"] = status
-                job["last_result"] = _cut(result)
-                job["run_count"] = int(job.get("run_count") or 0) + 1
+def _update(
+    context: CallContext,
+    job: Job,
+    name: str | None,
+    schedule: str | None,
+    tool: str | None,
+    arguments: dict[str, Any] | None,
+    prompt: str | None,
+    skills: list[str] | None,
+    toolsets: list[str] | None,
+    model: str | None,
+    deliver: list[str] | None,
+    catch_up: str | None,
+) -> None:
+    given = (name, schedule, tool, arguments, prompt, skills, toolsets, model, deliver, catch_up)
+    if all(v is None for v in given):
+        raise ToolError(
+            "update needs at least one field to change (name, schedule, tool, arguments, prompt...)"
+        )
+    if name is not None:
+        job.name = " ".join(name.split())
+    if schedule is not None:
+        job.schedule = _schedule(schedule)
+        job.anchor, job.last_slot = int(time.time()), None
+    if deliver is not None:
+        job.deliver = _deliveries(deliver)
+    if catch_up is not None:
+        job.catch_up = catch_up
+    if job.kind == "tool" and (prompt is not None or skills is not None or toolsets is not None or model):
+        raise ToolError("this is a tool job: prompt, skills, toolsets and model are for agent jobs")
+    if job.kind == "agent" and (tool is not None or arguments is not None):
+        raise ToolError("this is an agent job: change its prompt, not a tool")
+    changed = any(v is not None for v in (tool, arguments, prompt, skills, toolsets, model))
+    job.tool = tool if tool is not None else job.tool
+    job.arguments = dict(arguments) if arguments is not None else job.arguments
+    job.prompt = prompt if prompt is not None else job.prompt
+    job.skills = list(skills) if skills is not None else job.skills
+    job.toolsets = list(toolsets) if toolsets is not None else job.toolsets
+    job.model = model if model is not None else job.model
+    if changed:
+        _vet(context, job)
 
 
-def _run_now(context: CallContext, job_id: str) -> str:
-    system = context.host
-    if system is None:
+def _run_now(context: CallContext, store: JobStore, job_id: str) -> str:
+    from hermes_core.scheduler import Scheduler
+
+    host = context.host
+    if host is None:
         raise ToolError("no tool system is available to run the job")
-    data_dir = context.data_dir
-    job = _find(_jobs(read_json(_jobs_path(data_dir), None)), job_id)
-    with file_lock(_lock_path(data_dir, job_id), blocking=False) as got:
-        if not got:
-            raise ToolError(f"job {job_id} is running right now; try again later")
-        started = time.time()
-        status, result = _call_job(system, job)
-        _record(data_dir, job_id, started, status, result)
-    return f"Ran job {job_id} ({job['tool']}): {status}\n{_cut(result)}"
-
-
-def _call_job(system: Host, job: dict[str, Any]) -> tuple[str, str]:
-    """Run a job's call in its recorded workspace, limited to its recorded tools: ``(status, result)``."""
-    from hermes_core.sandbox import calls_in_workspace
-
-    workspace = job.get("workspace")
-    if not isinstance(workspace, str) or not workspace:
-        return (
-            "error",
-            "this job has no recorded workspace (made by an older version); remove and re-create it",
-        )
-    if not Path(workspace).is_dir():
-        return "error", f"the job's workspace {workspace} no longer exists"
-    selection = job.get("selection")
-    enabled = tuple(selection) if isinstance(selection, list) else None
-    with calls_in_workspace(workspace):
-        outcome = system.call_outcome(
-            job["tool"], dict(job.get("arguments") or {}), enabled=enabled, session_id=f"cron-{job['id']}"
-        )
-    return outcome.status, outcome.result
-
-
-def _claim(data_dir: Path, job_id: str, now: float) -> dict[str, Any] | None:
-    """Advance a still-due job's next run (once, whatever was missed) and return it; None if not due."""
-    with update_json(_jobs_path(data_dir), None) as box:
-        jobs = _jobs(box[0])
-        box[0] = {"jobs": jobs}
-        for job in jobs:
-            if job["id"] == job_id:
-                next_run = job.get("next_run")
-                if not job.get("enabled", True) or not isinstance(next_run, int | float) or next_run > now:
-                    return None
-                job["next_run"] = next_run_after(job["schedule"], now)
-                return dict(job)
-    return None
-
-
-def run_due_jobs(system: Host, now: float | None = None) -> list[JobRun]:
-    """Run every job due at ``now`` (default: the current time) through ``system`` and return what happened.
-
-    Each due job runs once however many slots were missed; a job another runner holds is reported as
-    ``skipped``. Safe to call from several processes at once.
-    """
-    data_dir = system.data_dir
-    when = time.time() if now is None else float(now)
-    runs: list[JobRun] = []
-    for job in _jobs(read_json(_jobs_path(data_dir), None)):
-        next_run = job.get("next_run")
-        if not job.get("enabled", True) or not isinstance(next_run, int | float) or next_run > when:
-            continue
-        with file_lock(_lock_path(data_dir, job["id"]), blocking=False) as got:
-            if not got:
-                runs.append(
-                    JobRun(
-                        job["id"],
-                        str(job.get("name", "")),
-                        str(job.get("tool")),
-                        "skipped",
-                        "another runner is running this job",
-                        when,
-                        0.0,
-                    )
-                )
-                continue
-            claimed = _claim(data_dir, job["id"], when)
-            if claimed is None:
-                continue
-            started = time.perf_counter()
-            try:
-                status, result = _call_job(system, claimed)
-            except Exception as exc:  # call_outcome should never raise; keep the scheduler alive if it does
-                status, result = "error", f"the scheduler could not run the call: {type(exc).__name__}"
-            duration = (time.perf_counter() - started) * 1000
-            _record(data_dir, claimed["id"], when, status, result)
-            runs.append(
-                JobRun(
-                    claimed["id"],
-                    str(claimed.get("name", "")),
-                    claimed["tool"],
-                    status,
-                    result,
-                    when,
-                    duration,
-                )
-            )
-    return runs
-
-
-def run_loop(
-    system: Host,
-    interval: float = 30.0,
-    stop_event: threading.Event | None = None,
-    on_run: Callable[[JobRun], None] | None = None,
-) -> int:
-    """Run due jobs until ``stop_event`` is set, checking at least every ``interval`` seconds.
-
-    Wakes up early when a job falls due sooner; ``on_run`` sees each run as it finishes. A broken jobs
-    file is logged and retried at the next pass. Returns how many jobs ran.
-    """
-    stop = stop_event if stop_event is not None else threading.Event()
-    count = 0
-    while not stop.is_set():
-        wait = interval
-        try:
-            for run in run_due_jobs(system):
-                count += run.status != "skipped"
-                if on_run is not None:
-                    on_run(run)
-            upcoming = [
-                j["next_run"]
-                for j in _jobs(read_json(_jobs_path(system.data_dir), None))
-                if j.get("enabled", True) and isinstance(j.get("next_run"), int | float)
-            ]
-            if upcoming:
-                wait = min(wait, min(upcoming) - time.time())
-        except ToolError as exc:
-            log.error("cron: %s", exc.message)
-        stop.wait(max(wait, 0.05))
-    return count
+    job = _find(store, job_id)
+    try:
+        run = Scheduler(host, store=store).run_now(job.id)
+    except RuntimeError as err:
+        raise ToolError(str(err)) from None
+    return f"Ran job {job.id} ({job.tool or 'agent'}): {run.status}\n{_cut(run.output)}"
 
 
 def register(registry: ToolRegistry) -> None:

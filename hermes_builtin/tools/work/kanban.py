@@ -1,8 +1,14 @@
-"""``kanban_create``, ``kanban_list``, ``kanban_update``: a task board shared by several agents.
+"""The kanban tools: a task board shared by many agents and processes (``_board.Board``).
 
-The board lives in ``<data dir>/kanban/board.db`` (SQLite, WAL, busy timeout). Every change runs in a
-``BEGIN IMMEDIATE`` transaction, so concurrent processes queue up and never lose updates. An agent is
-identified by its session id (``context.session_id``) unless it names itself with ``agent``.
+``kanban_create``, ``kanban_list``, ``kanban_show``, ``kanban_update`` manage tasks; workers ``kanban_claim`` a
+ready task (a lease, ``[plugins.kanban] lease`` seconds, default 600), keep it with ``kanban_heartbeat``, and end
+it with ``kanban_complete`` or ``kanban_block`` (``kanban_unblock`` puts it back); ``kanban_comment``,
+``kanban_attach`` (a file of the workspace, at most 1 MB) and ``kanban_link`` add to it. A worker is named by its
+session id unless it names itself with ``agent``.
+
+The fencing token of a claim is kept in the claiming session (``context.session``), so a worker's later writes
+carry it without the model handling it: once a lapsed claim is taken over, the first worker's writes are refused.
+``hermes kanban dispatch`` (``hermes_builtin.kanban.Dispatcher``) hands ready tasks to sub-agents.
 """
 
 from __future__ import annotations
@@ -12,130 +18,142 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_core import CallContext, ToolError, ToolRegistry
 
-from ._state import connect_sqlite, immediate
-
-if TYPE_CHECKING:
-    import sqlite3
+from ._board import DEFAULT_LEASE, LINK_KINDS, STATUSES, Board, BoardError
 
 TOOLSET = "kanban"
-STATUSES = ("todo", "in_progress", "blocked", "review", "done", "cancelled")
-OPEN = ("todo", "in_progress", "blocked", "review")
 MAX_TITLE = 200
 MAX_TEXT = 4_000
 MAX_LIST = 200
+CLAIMS_KEY = "kanban.claims"  # session stash: {(board url, task id): fence}
 
-_SCHEMA_SQL = """
-CREATE TABLE IF NOT EXISTS tasks (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    title TEXT NOT NULL,
-    description TEXT NOT NULL DEFAULT '',
-    status TEXT NOT NULL DEFAULT 'todo',
-    assignee TEXT,
-    blocker TEXT,
-    priority INTEGER NOT NULL DEFAULT 0,
-    created_by TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    version INTEGER NOT NULL DEFAULT 1
-);
-CREATE TABLE IF NOT EXISTS comments (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    task_id INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
-    author TEXT NOT NULL,
-    body TEXT NOT NULL,
-    created_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS deps (
-    task_id INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
-    depends_on INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
-    PRIMARY KEY (task_id, depends_on)
-);
-CREATE INDEX IF NOT EXISTS comments_task ON comments(task_id);
-CREATE INDEX IF NOT EXISTS tasks_status ON tasks(status);
-"""
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-_AGENT = {"type": "string", "maxLength": 64, "description": "Your agent name (default: your session id)."}
+_AGENT = {"type": "string", "maxLength": 64, "description": "Your worker name (default: your session id)."}
+_TASK = {"type": "integer", "minimum": 1}
 _IDS = {"type": "array", "items": {"type": "integer", "minimum": 1}, "maxItems": 20}
 
-CREATE_SCHEMA: dict[str, Any] = {
-    "name": "kanban_create",
-    "description": (
-        "Add a task to the shared kanban board (visible to every agent). Returns its id. "
-        "depends_on: ids of tasks that must be done before this one can start."
-    ),
-    "parameters": {
-        "type": "object",
-        "properties": {
+
+def _schema(
+    name: str, description: str, props: dict[str, Any], required: tuple[str, ...] = ("task_id",)
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "description": description,
+        "parameters": {
+            "type": "object",
+            "properties": {**props, "agent": _AGENT},
+            "required": list(required),
+            "additionalProperties": False,
+        },
+    }
+
+
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "kanban_create": _schema(
+        "kanban_create",
+        "Add a task to the shared kanban board (every agent sees it). depends_on: ids that must be done first.",
+        {
             "title": {"type": "string", "minLength": 1, "maxLength": MAX_TITLE},
             "description": {"type": "string", "maxLength": MAX_TEXT},
-            "assignee": {"type": "string", "maxLength": 64},
+            "assignee": {"type": "string", "maxLength": 64, "description": "Only this worker may claim it."},
             "priority": {"type": "integer", "minimum": 0, "maximum": 3, "description": "0 low .. 3 urgent."},
             "depends_on": _IDS,
-            "agent": _AGENT,
         },
-        "required": ["title"],
-        "additionalProperties": False,
-    },
-}
-
-LIST_SCHEMA: dict[str, Any] = {
-    "name": "kanban_list",
-    "description": (
-        "Show the kanban board: open tasks by default, filtered by status and/or assignee. "
-        "Pass task_id to see one task in full with its comments and dependencies."
+        ("title",),
     ),
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "task_id": {"type": "integer", "minimum": 1},
-            "status": {"type": "string", "enum": [*STATUSES, "all"], "description": "Default: open tasks."},
-            "assignee": {"type": "string", "maxLength": 64, "description": "'me' for your own tasks."},
-            "agent": _AGENT,
+    "kanban_list": _schema(
+        "kanban_list",
+        "List the board: open tasks by default; status filters (or 'all'), ready=true shows what you could "
+        "claim now, mine=true your own tasks.",
+        {
+            "status": {"type": "string", "enum": [*STATUSES, "all"]},
+            "ready": {"type": "boolean"},
+            "mine": {"type": "boolean"},
         },
-        "additionalProperties": False,
-    },
-}
-
-UPDATE_SCHEMA: dict[str, Any] = {
-    "name": "kanban_update",
-    "description": (
-        "Change a kanban task. claim=true assigns it to you and starts it, failing if another agent holds it. "
-        "status blocked needs a blocker (the reason); in_progress/review/done need every dependency done. "
-        "Add a comment to report progress. Use expected_version (shown by kanban_list) to refuse the change "
-        "if someone else changed the task meanwhile."
+        (),
     ),
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "task_id": {"type": "integer", "minimum": 1},
-            "status": {"type": "string", "enum": list(STATUSES)},
-            "claim": {"type": "boolean"},
-            "assignee": {"type": "string", "maxLength": 64, "description": "'' to unassign."},
+    "kanban_show": _schema(
+        "kanban_show",
+        "One task in full: description, claim and lease, result, dependencies, links, comments, attachments. "
+        "attachment: an attachment id to read its text.",
+        {"task_id": _TASK, "attachment": {"type": "integer", "minimum": 1}},
+    ),
+    "kanban_claim": _schema(
+        "kanban_claim",
+        "Claim a ready task for yourself (task_id, or none for the most urgent ready one). The claim is a "
+        "lease: keep it with kanban_heartbeat or it expires and another worker may take the task.",
+        {"task_id": _TASK},
+        (),
+    ),
+    "kanban_heartbeat": _schema(
+        "kanban_heartbeat",
+        "Renew your claim's lease on a task you are working on (do it well before the lease ends).",
+        {"task_id": _TASK},
+    ),
+    "kanban_complete": _schema(
+        "kanban_complete",
+        "Finish a task you claimed: it becomes done with your result (what you did, where the output is).",
+        {"task_id": _TASK, "result": {"type": "string", "maxLength": MAX_TEXT}},
+    ),
+    "kanban_block": _schema(
+        "kanban_block",
+        "Mark a task blocked with the reason (what is missing); your claim on it ends.",
+        {"task_id": _TASK, "reason": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT}},
+        ("task_id", "reason"),
+    ),
+    "kanban_unblock": _schema(
+        "kanban_unblock",
+        "Put a blocked task back to todo (once what blocked it is resolved); add a comment saying how.",
+        {"task_id": _TASK, "comment": {"type": "string", "maxLength": MAX_TEXT}},
+    ),
+    "kanban_comment": _schema(
+        "kanban_comment",
+        "Add a comment to a task: progress, findings, questions for other agents.",
+        {"task_id": _TASK, "body": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT}},
+        ("task_id", "body"),
+    ),
+    "kanban_attach": _schema(
+        "kanban_attach",
+        "Attach a file of your workspace (at most 1 MB) to a task; other agents read it with kanban_show.",
+        {"task_id": _TASK, "path": {"type": "string", "minLength": 1, "maxLength": 4096}},
+        ("task_id", "path"),
+    ),
+    "kanban_link": _schema(
+        "kanban_link",
+        "Link a task to another: depends_on (it cannot start before the other is done), relates_to or "
+        "duplicates. remove=true removes the link.",
+        {
+            "task_id": _TASK,
+            "other_id": _TASK,
+            "kind": {"type": "string", "enum": list(LINK_KINDS)},
+            "remove": {"type": "boolean"},
+        },
+        ("task_id", "other_id", "kind"),
+    ),
+    "kanban_update": _schema(
+        "kanban_update",
+        "Edit a task: title, description, priority, assignee ('' for nobody), or status todo/review/cancelled. "
+        "expected_version (from kanban_show) refuses the change if the task changed meanwhile.",
+        {
+            "task_id": _TASK,
             "title": {"type": "string", "minLength": 1, "maxLength": MAX_TITLE},
             "description": {"type": "string", "maxLength": MAX_TEXT},
             "priority": {"type": "integer", "minimum": 0, "maximum": 3},
-            "blocker": {"type": "string", "maxLength": MAX_TEXT},
-            "comment": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT},
-            "add_dependencies": _IDS,
-            "remove_dependencies": _IDS,
+            "assignee": {"type": "string", "maxLength": 64},
+            "status": {"type": "string", "enum": ["todo", "review", "cancelled"]},
             "expected_version": {"type": "integer", "minimum": 1},
-            "agent": _AGENT,
         },
-        "required": ["task_id"],
-        "additionalProperties": False,
-    },
+    ),
 }
 
 
-def _open(context: CallContext) -> sqlite3.Connection:
-    conn = connect_sqlite(context.data_dir / TOOLSET / "board.db")
-    try:
-        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'deps'").fetchone() is None:
-            conn.executescript("BEGIN IMMEDIATE;" + _SCHEMA_SQL + "COMMIT;")
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+# -- helpers ---------------------------------------------------------------------------------------------------
+
+
+def _board(context: CallContext) -> Board:
+    assert context.host is not None
+    return Board.for_system(context.host)
 
 
 def _me(context: CallContext, agent: str | None) -> str:
@@ -143,43 +161,64 @@ def _me(context: CallContext, agent: str | None) -> str:
     return name or context.session_id
 
 
-def _task(conn: sqlite3.Connection, task_id: int) -> dict[str, Any]:
-    conn.row_factory = _dict_row
-    row = conn.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()
-    if row is None:
-        raise ToolError(f"no task #{task_id} on the board")
-    return dict(row)
+def _lease(context: CallContext) -> float:
+    value = context.plugin_config(TOOLSET).get("lease", DEFAULT_LEASE)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 1:
+        raise ToolError(
+            f"[plugins.kanban] lease must be a number of seconds >= 1, got {value!r}", retryable=False
+        )
+    return float(value)
 
 
-def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
-    return {d[0]: v for d, v in zip(cursor.description, row, strict=True)}
+def _claims(context: CallContext) -> dict[tuple[str, int], int]:
+    return context.session.stash(CLAIMS_KEY, dict, cleanup=lambda _claims: None)
 
 
-def _unfinished_deps(conn: sqlite3.Connection, task_id: int) -> list[str]:
-    rows = conn.execute(
-        "SELECT t.id, t.status FROM deps d JOIN tasks t ON t.id = d.depends_on "
-        "WHERE d.task_id = ? AND t.status NOT IN ('done', 'cancelled') ORDER BY t.id",
-        (task_id,),
-    ).fetchall()
-    return [f"#{r['id']} ({r['status']})" for r in rows]
+def _fence(context: CallContext, board: Board, task_id: int) -> int:
+    fence = _claims(context).get((board.url, task_id))
+    if fence is None:
+        raise ToolError(f"you hold no claim on task #{task_id}; claim it first with kanban_claim")
+    return fence
 
 
-def _add_deps(conn: sqlite3.Connection, task_id: int, deps: list[int]) -> None:
-    for dep in dict.fromkeys(deps):
-        if dep == task_id:
-            raise ToolError("a task cannot depend on itself")
-        _task(conn, dep)
-        # refuse a cycle: does ``dep`` already (transitively) depend on ``task_id``?
-        cycle = conn.execute(
-            "WITH RECURSIVE up(id) AS (SELECT ? UNION SELECT d.depends_on FROM deps d JOIN up ON d.task_id = up.id) "
-            "SELECT 1 FROM up WHERE id = ?",
-            (dep, task_id),
-        ).fetchone()
-        if cycle is not None:
-            raise ToolError(f"#{task_id} cannot depend on #{dep}: #{dep} already depends on #{task_id}")
-        conn.execute("INSERT OR IGNORE INTO deps (task_id, depends_on) VALUES (?, ?)", (task_id, dep))
+def _ts(value: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(value)) if value else "-"
 
 
+def _line(t: dict[str, Any], now: float | None = None) -> str:
+    now = time.time() if now is None else now
+    who = f" @{t['assignee']}" if t["assignee"] else ""
+    prio = f" p{t['priority']}" if t["priority"] else ""
+    claim = ""
+    if t.get("owner"):
+        left = (t["lease_until"] or 0) - now
+        claim = (
+            f" (held by {t['owner']}, lease {left:.0f} s left)"
+            if left >= 0
+            else f" (lease of {t['owner']} expired)"
+        )
+    extra = f" (blocked: {t['blocker']})" if t["status"] == "blocked" and t["blocker"] else ""
+    return f"#{t['id']} [{t['status']}]{prio}{who} {t['title']}{claim}{extra} v{t['version']}"
+
+
+def _guarded(fn: Callable[..., str]) -> Callable[..., str]:
+    """Board refusals become messages the model can act on."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> str:
+        try:
+            return fn(*args, **kwargs)
+        except BoardError as err:
+            raise ToolError(str(err)) from None
+
+    return wrapper
+
+
+# -- the tools ---------------------------------------------------------------------------------------------------
+
+
+@_guarded
 def kanban_create(
     title: str,
     description: str = "",
@@ -190,92 +229,76 @@ def kanban_create(
     *,
     context: CallContext,
 ) -> str:
-    """Create a task and return its id."""
     title = " ".join(title.split())
     if not title:
         raise ToolError("a task needs a title")
-    me = _me(context, agent)
-    conn = _open(context)
-    try:
-        with immediate(conn):
-            now = time.time()
-            cur = conn.execute(
-                "INSERT INTO tasks (title, description, assignee, priority, created_by, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (title, description.strip(), (assignee or "").strip() or None, priority, me, now, now),
-            )
-            task_id = int(cur.lastrowid or 0)
-            _add_deps(conn, task_id, depends_on or [])
-    finally:
-        conn.close()
+    board = _board(context)
+    task_id = board.create(
+        title,
+        created_by=_me(context, agent),
+        description=description.strip(),
+        priority=priority,
+        assignee=(assignee or "").strip() or None,
+        depends_on=depends_on,
+    )
     return f"Created task #{task_id}: {title}"
 
 
-def _line(t: dict[str, Any]) -> str:
-    who = f" @{t['assignee']}" if t["assignee"] else ""
-    prio = f" p{t['priority']}" if t["priority"] else ""
-    extra = f" (blocked: {t['blocker']})" if t["status"] == "blocked" and t["blocker"] else ""
-    return f"#{t['id']} [{t['status']}]{prio}{who} {t['title']}{extra} v{t['version']}"
-
-
+@_guarded
 def kanban_list(
-    task_id: int | None = None,
     status: str | None = None,
-    assignee: str | None = None,
+    ready: bool = False,
+    mine: bool = False,
     agent: str | None = None,
     *,
     context: CallContext,
 ) -> str:
-    """The board (filtered) or one task in full."""
-    conn = _open(context)
-    conn.row_factory = _dict_row
-    try:
-        if task_id is not None:
-            return _detail(conn, task_id)
-        sql, params = "SELECT * FROM tasks WHERE 1=1", []
-        if status in (None, ""):
-            sql += f" AND status IN ({','.join('?' * len(OPEN))})"
-            params += list(OPEN)
-        elif status != "all":
-            sql += " AND status = ?"
-            params.append(status)
-        if assignee:
-            sql += " AND assignee = ?"
-            params.append(_me(context, agent) if assignee == "me" else assignee)
-        sql += " ORDER BY priority DESC, id LIMIT ?"
-        rows = conn.execute(sql, [*params, MAX_LIST + 1]).fetchall()
-    finally:
-        conn.close()
+    board = _board(context)
+    me = _me(context, agent)
+    rows = (
+        board.ready(me, MAX_LIST + 1)
+        if ready
+        else board.list_tasks(status, me if mine else None, MAX_LIST + 1)
+    )
     if not rows:
-        return "No matching tasks on the board."
+        return "No task is ready to claim." if ready else "No matching tasks on the board."
     lines = [_line(r) for r in rows[:MAX_LIST]]
     if len(rows) > MAX_LIST:
-        lines.append(f"… more than {MAX_LIST} tasks; filter by status or assignee")
+        lines.append(f"… more than {MAX_LIST} tasks; filter by status")
     return "\n".join(lines)
 
 
-def _detail(conn: sqlite3.Connection, task_id: int) -> str:
-    t = _task(conn, task_id)
-    deps = conn.execute(
-        "SELECT t.id, t.status FROM deps d JOIN tasks t ON t.id = d.depends_on WHERE d.task_id = ? ORDER BY t.id",
-        (task_id,),
-    ).fetchall()
-    dependents = conn.execute(
-        "SELECT task_id FROM deps WHERE depends_on = ? ORDER BY task_id", (task_id,)
-    ).fetchall()
-    comments = conn.execute(
-        "SELECT author, body, created_at FROM comments WHERE task_id = ? ORDER BY id", (task_id,)
-    ).fetchall()
+@_guarded
+def kanban_show(
+    task_id: int, attachment: int | None = None, agent: str | None = None, *, context: CallContext
+) -> str:
+    board = _board(context)
+    if attachment is not None:
+        item = board.attachment(task_id, attachment)
+        data = bytes(item["content"])
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return f"{item['name']} ({item['size']:,} bytes, sha256 {item['sha256']}) is binary, not shown."
+        return f"{item['name']} ({item['size']:,} bytes, by {item['author']}):\n{text}"
+    t = board.detail(task_id)
     lines = [
         _line(t),
         f"created by {t['created_by']} at {_ts(t['created_at'])}, updated {_ts(t['updated_at'])}",
     ]
     if t["description"]:
         lines.append(t["description"])
-    if deps:
-        lines.append("depends on: " + ", ".join(f"#{d['id']} ({d['status']})" for d in deps))
-    if dependents:
-        lines.append("needed by: " + ", ".join(f"#{d['task_id']}" for d in dependents))
+    if t.get("result"):
+        lines.append(f"result: {t['result']}")
+    if t["depends_on"]:
+        lines.append("depends on: " + ", ".join(f"#{d['id']} ({d['status']})" for d in t["depends_on"]))
+    if t["needed_by"]:
+        lines.append("needed by: " + ", ".join(f"#{n}" for n in t["needed_by"]))
+    if t["links"]:
+        lines.append("links: " + ", ".join(f"{kind} #{other}" for kind, other in t["links"]))
+    for a in t["attachments"]:
+        lines.append(f"attachment {a['id']}: {a['name']} ({a['size']:,} bytes, by {a['author']})")
+    comments = t["comments"]
     shown = comments[-50:]
     if len(comments) > len(shown):
         lines.append(f"({len(comments) - len(shown)} older comments not shown)")
@@ -283,127 +306,156 @@ def _detail(conn: sqlite3.Connection, task_id: int) -> str:
     return "\n".join(lines)
 
 
-def _ts(value: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(value))
+@_guarded
+def kanban_claim(task_id: int | None = None, agent: str | None = None, *, context: CallContext) -> str:
+    board = _board(context)
+    me, lease = _me(context, agent), _lease(context)
+    if task_id is None:
+        got = board.claim_next(me, lease)
+        if got is None:
+            return "No task is ready to claim."
+        task, fence = got
+    else:
+        fence = board.claim(task_id, me, lease)
+        task = board.get(task_id)
+    _claims(context)[(board.url, int(task["id"]))] = fence
+    return f"Claimed: {_line(task)}. Renew within {lease:.0f} s with kanban_heartbeat.\n{task['description']}".rstrip()
 
 
+@_guarded
+def kanban_heartbeat(task_id: int, agent: str | None = None, *, context: CallContext) -> str:
+    board = _board(context)
+    until = board.heartbeat(task_id, _me(context, agent), _fence(context, board, task_id), _lease(context))
+    return f"Lease on task #{task_id} renewed until {_ts(until)}."
+
+
+@_guarded
+def kanban_complete(task_id: int, result: str = "", agent: str | None = None, *, context: CallContext) -> str:
+    board = _board(context)
+    task = board.complete(task_id, _me(context, agent), _fence(context, board, task_id), result.strip())
+    _claims(context).pop((board.url, task_id), None)
+    return f"Done: {_line(task)}"
+
+
+@_guarded
+def kanban_block(task_id: int, reason: str, agent: str | None = None, *, context: CallContext) -> str:
+    board = _board(context)
+    reason = reason.strip()
+    if not reason:
+        raise ToolError("say what blocks the task in 'reason'")
+    fence = _claims(context).pop((board.url, task_id), None)
+    task = board.block(task_id, _me(context, agent), reason, fence)
+    return f"Blocked: {_line(task)}"
+
+
+@_guarded
+def kanban_unblock(task_id: int, comment: str = "", agent: str | None = None, *, context: CallContext) -> str:
+    board = _board(context)
+    task = board.unblock(task_id)
+    if comment.strip():
+        board.comment(task_id, _me(context, agent), comment.strip())
+    return f"Unblocked: {_line(task)}"
+
+
+@_guarded
+def kanban_comment(task_id: int, body: str, agent: str | None = None, *, context: CallContext) -> str:
+    body = body.strip()
+    if not body:
+        raise ToolError("the comment is empty")
+    _board(context).comment(task_id, _me(context, agent), body)
+    return f"Comment added to task #{task_id}."
+
+
+@_guarded
+def kanban_attach(task_id: int, path: str, agent: str | None = None, *, context: CallContext) -> str:
+    from pathlib import Path
+
+    from ._board import MAX_ATTACHMENT
+
+    resolved = context.guard_path(path, "read")
+    file = Path(resolved)
+    if not file.is_file():
+        raise ToolError(f"{path} is not a file")
+    size = file.stat().st_size
+    if size > MAX_ATTACHMENT:
+        raise ToolError(f"{path} is {size:,} bytes; attachments are limited to {MAX_ATTACHMENT:,}")
+    data = file.read_bytes()
+    attachment_id = _board(context).attach(task_id, _me(context, agent), file.name, data)
+    return f"Attached {file.name} ({len(data):,} bytes) to task #{task_id} as attachment {attachment_id}."
+
+
+@_guarded
+def kanban_link(
+    task_id: int,
+    other_id: int,
+    kind: str,
+    remove: bool = False,
+    agent: str | None = None,
+    *,
+    context: CallContext,
+) -> str:
+    _board(context).link(task_id, other_id, kind, remove=remove)
+    return f"{'Removed' if remove else 'Linked'}: #{task_id} {kind} #{other_id}."
+
+
+@_guarded
 def kanban_update(
     task_id: int,
-    status: str | None = None,
-    claim: bool = False,
-    assignee: str | None = None,
     title: str | None = None,
     description: str | None = None,
     priority: int | None = None,
-    blocker: str | None = None,
-    comment: str | None = None,
-    add_dependencies: list[int] | None = None,
-    remove_dependencies: list[int] | None = None,
+    assignee: str | None = None,
+    status: str | None = None,
     expected_version: int | None = None,
     agent: str | None = None,
     *,
     context: CallContext,
 ) -> str:
-    """Apply every requested change to one task in a single transaction."""
-    me = _me(context, agent)
-    conn = _open(context)
-    conn.row_factory = _dict_row
-    try:
-        with immediate(conn):
-            t = _task(conn, task_id)
-            if expected_version is not None and expected_version != t["version"]:
-                raise ToolError(
-                    f"task #{task_id} changed meanwhile (version {t['version']}, you expected {expected_version}); "
-                    "look at it again with kanban_list"
-                )
-            changes: dict[str, Any] = {}
-            notes: list[str] = []
-            if claim:
-                if t["assignee"] not in (None, me):
-                    raise ToolError(f"task #{task_id} is already claimed by {t['assignee']}")
-                if t["status"] in ("done", "cancelled"):
-                    raise ToolError(f"task #{task_id} is {t['status']}; nothing to claim")
-                changes["assignee"] = me
-                if status is None and t["status"] == "todo":
-                    status = "in_progress"
-            if assignee is not None and not claim:
-                changes["assignee"] = assignee.strip() or None
-            if title is not None:
-                clean = " ".join(title.split())
-                if not clean:
-                    raise ToolError("the title cannot be empty")
-                changes["title"] = clean
-            if description is not None:
-                changes["description"] = description.strip()
-            if priority is not None:
-                changes["priority"] = priority
-            if remove_dependencies:
-                conn.executemany(
-                    "DELETE FROM deps WHERE task_id = ? AND depends_on = ?",
-                    [(task_id, d) for d in remove_dependencies],
-                )
-            if add_dependencies:
-                _add_deps(conn, task_id, add_dependencies)
-            if blocker is not None:
-                changes["blocker"] = blocker.strip() or None
-            if status is not None and status != t["status"]:
-                if status == "blocked" and not (changes.get("blocker") or t["blocker"]):
-                    raise ToolError("status blocked needs a 'blocker' saying what blocks the task")
-                if status in ("in_progress", "review", "done"):
-                    waiting = _unfinished_deps(conn, task_id)
-                    if waiting:
-                        raise ToolError(
-                            f"task #{task_id} waits on unfinished dependencies: {', '.join(waiting)}"
-                        )
-                if status != "blocked" and blocker is None:
-                    changes["blocker"] = None
-                changes["status"] = status
-                notes.append(f"{t['status']} -> {status}")
-            if comment is not None:
-                body = comment.strip()
-                if not body:
-                    raise ToolError("the comment is empty")
-                conn.execute(
-                    "INSERT INTO comments (task_id, author, body, created_at) VALUES (?, ?, ?, ?)",
-                    (task_id, me, body, time.time()),
-                )
-                notes.append("comment added")
-            if not changes and not notes and not add_dependencies and not remove_dependencies:
-                raise ToolError("nothing to change: give status, claim, assignee, comment or another field")
-            sets = ", ".join(f"{k} = ?" for k in changes)
-            conn.execute(
-                f"UPDATE tasks SET {sets + ', ' if sets else ''}updated_at = ?, version = version + 1 WHERE id = ?",
-                [*changes.values(), time.time(), task_id],
-            )
-            after = _task(conn, task_id)
-    finally:
-        conn.close()
-    return f"Updated: {_line(after)}" + (f" ({'; '.join(notes)})" if notes else "")
+    changes: dict[str, Any] = {}
+    if title is not None:
+        clean = " ".join(title.split())
+        if not clean:
+            raise ToolError("the title cannot be empty")
+        changes["title"] = clean
+    if description is not None:
+        changes["description"] = description.strip()
+    if priority is not None:
+        changes["priority"] = priority
+    if assignee is not None:
+        changes["assignee"] = assignee.strip() or None
+    if status is not None:
+        changes["status"] = status
+    if not changes:
+        raise ToolError("nothing to change: give title, description, priority, assignee or status")
+    task = _board(context).update(task_id, _me(context, agent), expected_version=expected_version, **changes)
+    return f"Updated: {_line(task)}"
+
+
+HANDLERS: dict[str, Callable[..., str]] = {
+    "kanban_create": kanban_create,
+    "kanban_list": kanban_list,
+    "kanban_show": kanban_show,
+    "kanban_claim": kanban_claim,
+    "kanban_heartbeat": kanban_heartbeat,
+    "kanban_complete": kanban_complete,
+    "kanban_block": kanban_block,
+    "kanban_unblock": kanban_unblock,
+    "kanban_comment": kanban_comment,
+    "kanban_attach": kanban_attach,
+    "kanban_link": kanban_link,
+    "kanban_update": kanban_update,
+}
+READ_ONLY = frozenset({"kanban_list", "kanban_show"})
 
 
 def register(registry: ToolRegistry) -> None:
-    registry.register(
-        name="kanban_create",
-        toolset=TOOLSET,
-        schema=CREATE_SCHEMA,
-        handler=kanban_create,
-        emoji="🗂",
-        max_result_size_chars=2_000,
-    )
-    registry.register(
-        name="kanban_list",
-        toolset=TOOLSET,
-        schema=LIST_SCHEMA,
-        handler=kanban_list,
-        emoji="🗂",
-        max_result_size_chars=40_000,
-        parallel_safe=True,
-    )
-    registry.register(
-        name="kanban_update",
-        toolset=TOOLSET,
-        schema=UPDATE_SCHEMA,
-        handler=kanban_update,
-        emoji="🗂",
-        max_result_size_chars=2_000,
-    )
+    for name, handler in HANDLERS.items():
+        registry.register(
+            name=name,
+            toolset=TOOLSET,
+            schema=SCHEMAS[name],
+            handler=handler,
+            emoji="🗂",
+            max_result_size_chars=40_000 if name in READ_ONLY else 4_000,
+            parallel_safe=name in READ_ONLY,
+        )
