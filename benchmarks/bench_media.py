@@ -1,9 +1,9 @@
 """What ``video_analyze``'s frame sampling and ``computer_use``'s actions cost, and what their walls add.
 
 Frames: 8 frames of a 2-minute 1280x720 H.264 video (made here by ffmpeg), sampled the way ``video_analyze`` does
-(one ffmpeg, one seeking input per frame, in the sandbox) beside the usual alternative (one ffmpeg decoding the
-whole video through an ``fps`` filter, in the sandbox) and beside the same seeking command run directly on the
-host (the cost of the walls). Desktop: a click (xdotool) and a screenshot (ffmpeg x11grab) on a private Xvfb,
+(one ffmpeg, one seeking input per frame, in the session's local environment: the sandbox) beside the usual
+alternative (one ffmpeg decoding the whole video through an ``fps`` filter, in the same environment) and beside the
+same seeking command run directly on the host (the cost of the walls). Desktop: a click (xdotool) and a screenshot (ffmpeg x11grab) on a private Xvfb,
 through the sandbox as ``computer_use`` runs them, beside the same commands run directly.
 
 Subjects alternate round after round (``_util.interleave``); figures are min and median ms, and ratios.
@@ -25,8 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _util import interleave, line, ratio
 
+import hermes_builtin.plugin
 from hermes_builtin.tools.web import _video_frames
-from hermes_core.sandbox import Sandbox, settings_from_config
+from hermes_core import ToolSystem
+from hermes_core.environments import Environment, environment_for
+from hermes_core.sandbox import Sandbox, sandbox_for
 
 FRAMES = 8
 
@@ -48,21 +51,32 @@ def _fresh(out: Path) -> Path:
     return out
 
 
-def _frames(box: Sandbox, video: Path, out: Path) -> None:
-    out = _fresh(out)
-    probe = _video_frames.probe(box, video, out, video.parent, 60)
+class _Owner:
+    """What ``environment_for`` needs of a call: the system's host, its workspace and a session."""
+
+    def __init__(self, system: ToolSystem) -> None:
+        self.host, self.workspace, self.session_id = system.host, system.workspace, "bench"
+
+
+def _frames(env: Environment, video: Path) -> None:
+    out = f"{env.temp_dir}/ours"
+    env.write(f"{out}/.frames", b"")
+    probe = _video_frames.probe(env, str(video), 60)
     at = _video_frames.times(probe.duration, FRAMES, None, None)
-    _video_frames.extract(box, video, at, out, video.parent, 768, 60)
+    _video_frames.extract(env, str(video), at, out, 768, 60)
+    env.run(["rm", "-rf", out])
 
 
-def _decode_all(box: Sandbox, video: Path, out: Path) -> None:
-    out = _fresh(out)
-    result = box.run(
+def _decode_all(env: Environment, video: Path) -> None:
+    out = f"{env.temp_dir}/all"
+    env.write(f"{out}/.frames", b"")
+    result = env.run(
         ["ffmpeg", "-v", "error", "-nostdin", "-y", "-i", str(video), "-vf", f"fps={FRAMES}/120,scale=768:-2",
-         "-q:v", "4", str(out / "all%d.jpg")],
-        workspace=str(video.parent), network="off", read_write=[out], timeout=120,
+         "-q:v", "4", f"{out}/all%d.jpg"],
+        timeout=120,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
+    env.run(["rm", "-rf", out])
 
 
 def _seek_direct(video: Path, out: Path) -> None:
@@ -82,8 +96,13 @@ def _seek_direct(video: Path, out: Path) -> None:
 def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 9
     folder = Path(tempfile.mkdtemp(prefix="hermes-bench-media-"))
-    box = Sandbox(settings_from_config(None), workspace=folder)
-    x_box = Sandbox(replace(box.settings, unix_sockets=True), workspace=folder)
+    os.environ.setdefault("HERMES_HOME", str(folder / "home"))
+    system = ToolSystem.load(
+        load_entry_points=False, plugins_dir=False, plugins=[hermes_builtin.plugin], workspace=folder
+    )
+    env = environment_for(_Owner(system))
+    box = sandbox_for(system)
+    x_box = Sandbox(replace(box.settings, unix_sockets=True), workspace=folder, hidden=box.hidden_paths())
     xvfb = None
     try:
         video = _video(folder)
@@ -92,8 +111,8 @@ def main() -> None:
         print(f"backend {box.backend}; {FRAMES} frames of a 120 s 1280x720 H.264 video; {rounds} rounds")
         got = interleave(
             {
-                "seek per frame, sandboxed (ours)": lambda: _frames(box, video, folder / "a"),
-                "decode everything, sandboxed": lambda: _decode_all(box, video, folder / "b"),
+                "seek per frame, sandboxed (ours)": lambda: _frames(env, video),
+                "decode everything, sandboxed": lambda: _decode_all(env, video),
                 "seek per frame, on the host": lambda: _seek_direct(video, folder / "c"),
             },
             number=1,
@@ -146,8 +165,8 @@ def main() -> None:
         if xvfb is not None:
             xvfb.terminate()
             xvfb.wait(10)
-        box.close()
         x_box.close()
+        system.close()
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -106,6 +106,8 @@ def test_sampled_frames_reach_the_model(
     assert later.startswith("I see blue, blue, blue\n") and "at 0:02.8, 0:03.2, 0:03.8" in later
     assert "Describe what happens" in model[1]["texts"][0]  # the default question
     assert system.call("video_analyze", {"video": "clip.mp4"}).startswith("I see red, red, red, red, blue")
+    listing = system.call("terminal", {"command": "ls -a /tmp; echo listed"})  # the session's own /tmp
+    assert "listed" in listing and "hermes-video-" not in listing  # each call's frames are gone with it
 
 
 def test_a_video_url_is_downloaded_under_the_network_policy(
@@ -148,7 +150,6 @@ def test_bad_input_is_a_message_the_model_can_act_on(
     ]:
         assert message in _error(system.call_outcome("video_analyze", args)), args
     assert not model  # nothing reached the model
-    assert not list(workspace.glob("frame*"))
 
 
 def test_hidden_with_the_reason(
@@ -220,4 +221,7 @@ def test_the_walls_hold_where_the_demuxer_list_would_not(
     assert system.call("video_analyze", {"video": "inside.mp4", "frames": 2}).startswith("I see red, blue")
     refused = system.call_outcome("video_analyze", {"video": "playlist.mp4", "frames": 2})
     assert "playlist.mp4 is not a readable video" in _error(refused)
+    direct = system.call_outcome("video_analyze", {"video": str(outside / "secret.ts")})
+    # outside the environment's roots, guard or not (under /tmp it is not even there: the session has its own)
+    assert "cannot be read" in _error(direct) or "video file not found" in _error(direct)
     assert len(model) == 1

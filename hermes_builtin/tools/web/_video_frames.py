@@ -1,9 +1,10 @@
-"""Frames sampled from a video with ffprobe and ffmpeg, run in the sandbox (``video_analyze``).
+"""Frames sampled from a video with ffprobe and ffmpeg, run in the session's environment (``video_analyze``).
 
-Both run inside the tool system's walls with no network: they see the workspace, the video and a private folder
-for the frames, nothing else. A media file is untrusted input, and a file that is really a playlist or a concat
-script would make ffmpeg open other files, so only the demuxers of ordinary video containers are allowed
-(``-format_whitelist``) and only plain files (``-protocol_whitelist file``).
+Both run where the session's commands run (locally: inside the sandbox's walls, seeing the workspace, the
+session's ``/tmp`` and the granted folders, nothing else); the frames go to a folder of the session's ``/tmp`` and
+are read back through the environment. A media file is untrusted input, and a file that is really a playlist or
+a concat script would make ffmpeg open other files, so only the demuxers of ordinary video containers are allowed
+(``-format_whitelist``) and only plain files (``-protocol_whitelist file``): no network either.
 
 The frames are evenly spread over the part asked for (the middle of each of ``count`` equal slices), each seek
 its own input of one ffmpeg run, scaled down to ``width`` pixels and encoded as JPEG.
@@ -12,9 +13,8 @@ its own input of one ffmpeg run, scaled down to ``width`` pixels and encoded as 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import PurePosixPath
 from typing import Any
 
 from hermes_core import ToolError
@@ -39,21 +39,8 @@ def clock(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{rest:04.1f}" if hours else f"{minutes}:{rest:04.1f}"
 
 
-def _run(
-    box: Any, argv: list[str], video: Path, out: Path, workspace: Path, timeout: float
-) -> tuple[int | None, str]:
-    result = box.run(
-        argv,
-        cwd=str(out),
-        workspace=str(workspace),
-        network="off",
-        tool="video_analyze",
-        timeout=timeout,
-        split_output=True,
-        stderr_bytes=4000,
-        read_only=[video] if not video.is_relative_to(workspace) else [],
-        read_write=[out],
-    )
+def _run(env: Any, argv: list[str], timeout: float) -> tuple[int | None, str]:
+    result = env.run(argv, timeout=timeout, tool="video_analyze", split_output=True, stderr_bytes=4000)
     if result.timed_out:
         raise ToolError(f"reading the video took longer than {timeout:g} s ([plugins.video_analyze] timeout)")
     return result.exit_code, result.stdout if result.exit_code == 0 else result.stderr
@@ -67,26 +54,22 @@ def _why(stderr: str, name: str) -> str:
     return f"{name} is not a readable video: {detail}"
 
 
-def probe(box: Any, video: Path, out: Path, workspace: Path, timeout: float) -> Probe:
+def probe(env: Any, video: str, timeout: float) -> Probe:
     """The video's duration and size; ``ToolError`` when it is no video ffprobe can read here."""
-    argv = [
-        "ffprobe",
-        "-v",
-        "error",
-        *_INPUT,
-        "-show_entries",
-        "format=duration:stream=codec_type,width,height",
-    ]
-    code, text = _run(box, [*argv, "-of", "json", str(video)], video, out, workspace, timeout)
+    name = PurePosixPath(video).name
+    entries = "format=duration:stream=codec_type,width,height"
+    code, text = _run(
+        env, ["ffprobe", "-v", "error", *_INPUT, "-show_entries", entries, "-of", "json", video], timeout
+    )
     if code != 0:
-        raise ToolError(_why(text, video.name))
+        raise ToolError(_why(text, name))
     try:
         found = json.loads(text)
     except ValueError:
-        raise ToolError(f"ffprobe gave no readable answer about {video.name}") from None
+        raise ToolError(f"ffprobe gave no readable answer about {name}") from None
     streams = [s for s in found.get("streams", []) if s.get("codec_type") == "video" and s.get("width")]
     if not streams:
-        raise ToolError(f"{video.name} has no video stream")
+        raise ToolError(f"{name} has no video stream")
     try:
         duration: float | None = float(found.get("format", {}).get("duration"))
     except (TypeError, ValueError):
@@ -110,23 +93,26 @@ def times(duration: float | None, count: int, start: float | None, end: float | 
     return [round(first + span * (i + 0.5) / count, 3) for i in range(count)]
 
 
-def extract(
-    box: Any, video: Path, at: list[float], out: Path, workspace: Path, width: int, timeout: float
-) -> list[bytes]:
-    """JPEG frames of ``video`` at the times ``at`` (seconds), ``width`` pixels wide at most."""
+def extract(env: Any, video: str, at: list[float], out: str, width: int, timeout: float) -> list[bytes]:
+    """JPEG frames of ``video`` at the times ``at`` (seconds), ``width`` pixels wide at most, made in ``out``."""
+    name = PurePosixPath(video).name
     argv = ["ffmpeg", "-v", "error", "-nostdin", "-y"]
     for t in at:
-        argv += [*_INPUT, "-ss", f"{t:.3f}", "-i", str(video)]
+        argv += [*_INPUT, "-ss", f"{t:.3f}", "-i", video]
     scale = f"scale='min({width},iw)':-2"
     for i in range(len(at)):
-        argv += ["-map", f"{i}:v:0", "-frames:v", "1", "-vf", scale, "-q:v", "4", str(out / f"frame{i}.jpg")]
-    code, text = _run(box, argv, video, out, workspace, timeout)
+        argv += ["-map", f"{i}:v:0", "-frames:v", "1", "-vf", scale, "-q:v", "4", f"{out}/frame{i}.jpg"]
+    code, text = _run(env, argv, timeout)
     if code != 0:
-        raise ToolError(_why(text, video.name))
+        raise ToolError(_why(text, name))
     frames = []
     for i in range(len(at)):
-        path = out / f"frame{i}.jpg"
-        if not path.exists() or not os.path.getsize(path):
-            raise ToolError(f"ffmpeg made no frame of {video.name} at {clock(at[i])}")
-        frames.append(path.read_bytes())
+        try:
+            with env.open_read(f"{out}/frame{i}.jpg") as fh:
+                frame = fh.read()
+        except OSError:
+            frame = b""
+        if not frame:
+            raise ToolError(f"ffmpeg made no frame of {name} at {clock(at[i])}")
+        frames.append(frame)
     return frames

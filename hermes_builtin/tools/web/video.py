@@ -1,8 +1,9 @@
 """``video_analyze``: frames sampled from a video, sent with a question to the ``[plugins.vision]`` model.
 
-The video is a workspace file (read through the path guard) or an http(s) URL (downloaded under the
-``[plugins.web]`` network policy); ffprobe and ffmpeg run in the sandbox (``_video_frames``). Hidden, with the
-reason, without ffmpeg, without a vision model, or when commands cannot run here.
+The video is a file of the session's environment (the path guard judges it, the environment resolves it beneath
+its roots, as for the file tools) or an http(s) URL (downloaded under the ``[plugins.web]`` network policy into
+the session's ``/tmp``); ffprobe and ffmpeg run in the session's environment (``_video_frames``). Hidden, with the
+reason, without ffmpeg, without a vision model, or when the environment cannot run commands.
 
 ```toml
 [plugins.video_analyze]
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
@@ -70,29 +70,31 @@ class VideoSettings:
         )
 
 
-def _source(video: str, folder: Path, limit: int, context: CallContext) -> Path:
-    """The video as a local file: a guarded workspace path, or a URL downloaded into ``folder``."""
+def _source(video: str, folder: str, limit: int, context: CallContext, env: Any) -> str:
+    """The video as a path of the environment: a guarded path beneath its roots, or a URL downloaded there."""
     source = video.strip()
     if not source:
         raise ToolError("video is empty; give a file path or a URL")
     if source.lower().startswith(("http://", "https://")):
-        from hermes_core.fileio import atomic_write
-
         from . import web
         from ._web_extract import download
 
         web_settings = web.settings_of(context)
         body = download(web.fetch_client(context, web_settings), web_settings, source, limit).body
-        path = folder / "video"
-        atomic_write(path, body, fsync=False)
-        return path
+        env.write(f"{folder}/video", body)
+        return f"{folder}/video"
     if "://" in source:
         raise ToolError(f"unsupported video source {source!r}; use a file path or an http(s) URL")
-    raw = Path(source).expanduser()
-    path = Path(context.guard_path(raw if raw.is_absolute() else Path(context.workspace) / raw, "read"))
-    if not path.is_file():
-        raise ToolError(f"video file not found: {source}" if not path.exists() else f"{source} is not a file")
-    return path
+    from ..files._where import locate
+
+    where = locate(context, source, "read")
+    try:
+        kind = env.stat(where.path).kind
+    except FileNotFoundError:
+        raise ToolError(f"video file not found: {source}") from None
+    if kind != "file":
+        raise ToolError(f"{source} is not a file")
+    return where.path
 
 
 def video_analyze(
@@ -105,10 +107,9 @@ def video_analyze(
     context: CallContext,
 ) -> str:
     """The vision model's answer about frames of ``video`` (see ``SCHEMA``)."""
-    import shutil
-    import tempfile
+    import secrets
 
-    from hermes_core.sandbox import sandbox_for
+    from hermes_core.environments import environment_for
 
     from . import _video_frames as vf
     from . import _vision, web
@@ -123,16 +124,16 @@ def video_analyze(
     count = frames or settings.frames
     if count > settings.max_frames:
         raise ToolError(f"at most {settings.max_frames} frames ([plugins.{SECTION}] max_frames), not {count}")
-    workspace = Path(context.workspace).resolve()
-    folder = Path(tempfile.mkdtemp(prefix="hermes-video-"))
+    env = environment_for(context)
+    folder = f"{env.temp_dir.rstrip('/')}/hermes-video-{secrets.token_hex(6)}"
+    env.write(f"{folder}/.frames", b"")  # makes the folder, private to this call
     try:
-        path = _source(video, folder, settings.max_bytes, context)
-        box = sandbox_for(context)
-        found = vf.probe(box, path, folder, workspace, settings.timeout)
+        path = _source(video, folder, settings.max_bytes, context, env)
+        found = vf.probe(env, path, settings.timeout)
         at = vf.times(found.duration, count, start, end)
-        images = vf.extract(box, path, at, folder, workspace, settings.frame_width, settings.timeout)
+        images = vf.extract(env, path, at, folder, settings.frame_width, settings.timeout)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        env.run(["rm", "-rf", "--", folder], timeout=30, tool="video_analyze")
     length = f"a {vf.clock(found.duration)} video" if found.duration is not None else "a video"
     name = video.strip().rsplit("/", 1)[-1]
     prompt = (
@@ -145,10 +146,10 @@ def video_analyze(
 
 
 def video_available(system: Any) -> tuple[bool, str] | Unavailable:
-    """Shown with ffmpeg and ffprobe installed, a vision model configured and commands able to run."""
+    """Shown with ffmpeg and ffprobe installed, a vision model configured and the environment able to run."""
     import shutil
 
-    from hermes_core.sandbox import readiness
+    from hermes_core.environments import environment_check
 
     from ._vision import available
     from ._web_settings import SettingsError
@@ -165,10 +166,7 @@ def video_available(system: Any) -> tuple[bool, str] | Unavailable:
         VideoSettings.from_config(system.plugin_config(SECTION))
     except SettingsError as err:
         return False, str(err)
-    ready = readiness(system)
-    if not ready:
-        return Unavailable(ready.reason, fix=ready.fix)
-    return True, ""
+    return environment_check(system)
 
 
 def register(registry: ToolRegistry) -> None:
