@@ -4,7 +4,8 @@ The display is ``[plugins.computer_use] display`` or ``$DISPLAY``; only local di
 socket ``/tmp/.X11-unix/XN`` is the one thing the clients see beyond the sandbox's usual view (and
 ``$XAUTHORITY``'s cookie file when there is one). The clients run with no network and a sandbox of their own,
 made from the tool system's (same backend, walls and hidden folders) with ``AF_UNIX`` sockets allowed, which an
-X client needs to reach the server.
+X client needs to reach the server. Not in the session's environment: the display belongs to this machine whatever
+kind the session uses, and an environment offers no way to let one socket through its walls.
 """
 
 from __future__ import annotations
