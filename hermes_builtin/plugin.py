@@ -89,3 +89,12 @@ def on_agent_message(system: Any, session_id: str, message: dict[str, Any]) -> N
     from .sessions import record_agent_message
 
     record_agent_message(system, session_id, message)
+
+
+@hookimpl
+def agent_context(system: Any, tools: frozenset[str]) -> str | None:
+    if "memory" not in tools and "skill_view" not in tools:  # asked every turn: most agents need nothing
+        return None
+    from .agent_context import starting_context
+
+    return starting_context(system, tools)

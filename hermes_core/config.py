@@ -133,10 +133,17 @@ _SHAPE: dict[str, Any] = {
             "temperature": _NUM,
             "context_window": int,
             "stream": bool,
+            "stream_usage": bool,  # ask an OpenAI-compatible stream for its token usage (default true)
+            "keep_reasoning": bool,  # send a model's reasoning back within one task's tool loop (default true)
             "params": dict,
         },
     },
-    "agent": {"toolsets": _LIST_OF_STR, "max_turns": int, "system_prompt": str},
+    "agent": {
+        "toolsets": _LIST_OF_STR,
+        "max_turns": int,
+        "system_prompt": str,
+        "starting_context_chars": int,  # the memory store and skills index in the system prompt (0: none)
+    },
     "sandbox": {
         "backend": str,
         "network": (str, dict),

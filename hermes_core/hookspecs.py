@@ -72,6 +72,15 @@ def on_agent_message(system: ToolSystem, session_id: str, message: dict[str, Any
 
 
 @hookspec
+def agent_context(system: ToolSystem, session_id: str, tools: frozenset[str]) -> str | None:
+    """Text an agent should know from the start, added to its system prompt before each model request.
+
+    ``tools`` names the tools the agent may use in that request. Return a section (a heading and a few lines)
+    or None; return the same text while nothing changed. Raising is logged and the section is left out.
+    """
+
+
+@hookspec
 def register_tool_rankers() -> dict[str, Callable[[Sequence[ToolDoc]], Ranker]] | None:
     """Return rankers for ``tool_search`` by name: ``{name: factory}``, where ``factory(docs)`` makes an object
     whose ``search(query, limit)`` returns ``(tool name, score)`` pairs, best first. ``[tools] search_ranker``

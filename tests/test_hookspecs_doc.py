@@ -194,6 +194,23 @@ def test_register_environments(tmp_path) -> None:
     assert {s for s, _ in module.COMMANDS} == {"default", "other"}
 
 
+def test_agent_context() -> None:
+    from hermes_core.agent import Agent
+
+    class Recording(_ScriptedModel):
+        def complete(self, messages, tools=(), **options):
+            self.seen = messages[0]["content"]
+            return super().complete(messages, tools, **options)
+
+    system = load(example("agent_context"), echo_tools("terminal"))
+    model = Recording()
+    model.turn = 1  # answer at once
+    Agent(system, model=model).run("hi")
+    assert "## House rules" in model.seen and "make test" in model.seen
+    Agent(system, model=model, disabled=["terminal"]).run("hi")
+    assert "House rules" not in model.seen
+
+
 @pytest.mark.parametrize("hook", sorted(HOOKS))
 def test_examples_compile(hook: str) -> None:
     assert example(hook) is not None

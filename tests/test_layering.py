@@ -117,3 +117,16 @@ def _private_uses(path: Path) -> list[str]:
         if private:
             out.append(f"{where} imports {', '.join(private)} from {module}, which does not export them")
     return out
+
+
+def test_hooks_are_called_only_through_the_hook_runner() -> None:
+    """Everything that calls hooks goes through ``hermes_core.plugins`` (``HookRunner.call``/``each``): code that
+    walks pluggy's implementations itself skips hook wrappers and the fault policy."""
+    bad = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in python_files(CORE, ROOT / "hermes_builtin")
+        if path.relative_to(ROOT).parts[:2] != ("hermes_core", "plugins")
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), 1)
+        if "get_hookimpls(" in line
+    ]
+    assert bad == []

@@ -10,7 +10,7 @@ agent = Agent(system, model="local", toolsets=["hermes-cli"], max_turns=20,
 result = agent.run("Which Python files import httpx?")   # -> AgentResult
 result.text, result.stop_reason, result.tool_calls, result.usage
 result = agent.run("And which of them are tests?")       # the conversation goes on
-agent.cancel()                                           # from any thread: stops the current run
+agent.cancel()                                           # from any thread: stops the run and all it started
 result = await agent.arun("...")                         # async hosts
 ```
 
@@ -18,10 +18,18 @@ Each turn the loop asks for the definitions the model may see now, fits the conv
 budget (old tool results trimmed first, see ``_budget``), sends one request (streamed), and runs the tool calls
 through ``system.call_many_outcomes``: malformed arguments or unknown tools come back to the model as tool
 results it can act on, approvals go to the system's approver (headless: denied). Messages are announced to the
-``on_agent_message`` hook, which the built-ins use to record sessions for ``session_search``.
+``on_agent_message`` hook, which the built-ins use to record sessions for ``session_search``; the
+``agent_context`` hook adds what the agent should know from the start (the built-ins: memory, a skills index)
+to the system prompt.
 
-Settings come from the ``[agent]`` table (``toolsets``, ``max_turns``, ``system_prompt``) and the model from
-``[models]`` (see ``hermes_core.models``); keyword arguments override both.
+A run works on a worker thread under a cancel token: ``cancel()`` reaches the model request, the running tool
+calls (their process trees are killed), sub-agents and approvals, and ``run`` returns within about half a
+second. Runs end as ``done``, ``max_turns``, ``cancelled``, ``error``, ``refusal``, ``length`` or
+``content_filter`` (``AgentResult.stop_reason``).
+
+Settings come from the ``[agent]`` table (``toolsets``, ``max_turns``, ``system_prompt``,
+``starting_context_chars``) and the model from ``[models]`` (see ``hermes_core.models``); keyword arguments
+override both.
 """
 
 from __future__ import annotations

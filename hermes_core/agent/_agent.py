@@ -18,10 +18,11 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from .._aio.cancel import CallCancelled, CancelToken, current_token, run_cancellable
 from ..decisions import CallOutcome
-from ..models import CancelToken, ModelClient, ModelError, ToolCall, Usage, get_model
+from ..models import ModelClient, ModelError, ModelReply, ToolCall, Usage, get_model
 from ..selection import SEARCH_TOOL
 from ._budget import budget_chars, conversation_chars, fit_messages
 from ._events import (
@@ -53,8 +54,29 @@ DEFAULT_SYSTEM_PROMPT = (
 _INTERRUPTED = json.dumps({"error": "This call was interrupted before it finished; its result is unknown."})
 _CANCELLED = json.dumps({"error": "Not run: the user stopped this turn."})
 _CONTEXT_RETRIES = 2
+_GRACE = 0.5  # seconds the work of a cancelled turn gets to stop before the run returns without it
+DEFAULT_STARTING_CONTEXT_CHARS = 6_000
+_ENDINGS = {
+    "refusal": "the model declined to answer",
+    "length": "the answer was cut off at the model's output limit (raise max_tokens, or ask for less at once)",
+    "content_filter": "the provider's content filter stopped the answer",
+}
 
 EventCallback = Callable[[AgentEvent], None]
+
+
+class _Run:
+    """One run's progress, shared by the thread that called ``run`` and the worker doing the work."""
+
+    __slots__ = ("alive", "outcomes", "partial", "text", "turns", "usage")
+
+    def __init__(self) -> None:
+        self.alive = True  # False once run() gave up waiting: the worker then changes nothing more
+        self.partial: list[str] = []  # the text streamed so far in the current turn
+        self.turns = 0
+        self.text = ""
+        self.outcomes: list[CallOutcome] = []
+        self.usage = Usage()
 
 
 def new_session_id(prefix: str = "agent") -> str:
@@ -75,14 +97,21 @@ class Agent:
     starts the conversation (Chat Completions shape); the system prompt (``{workspace}`` is filled in) is sent
     first unless the conversation already starts with a system message; ``system_prompt=""`` sends none.
     ``max_turns`` caps model requests per ``run``. ``context_chars`` overrides the context budget (in
-    characters) that is otherwise derived from the model's ``context_window``.
+    characters) that is otherwise derived from the model's ``context_window``. ``starting_context_chars`` caps
+    what the ``agent_context`` hook adds to the system prompt before each request (the built-ins: the memory
+    store and an index of the skills; asked again every turn, so a memory saved mid-session shows on the next
+    request); 0 adds nothing. Default: ``[agent] starting_context_chars``, else 6,000.
 
     ``on_event`` receives ``AgentEvent``s (text deltas, tool calls, retries, trims). Messages are announced to
     the ``on_agent_message`` hook (the built-ins record them for ``session_search``) unless ``record=False``.
 
     A sub-agent is made with ``parent=``: it inherits the parent's model, toolsets, allowed tools, callback and
-    budget unless told otherwise, gets the session id ``<parent>/<n>`` and depth ``parent.depth + 1``, and is
+    budgets unless told otherwise, gets the session id ``<parent>/<n>`` and depth ``parent.depth + 1``, and is
     cancelled with its parent.
+
+    Each run works on a worker thread under the run's cancel token, so ``on_event`` is called from worker threads,
+    and ``cancel()`` (or Ctrl-C in the thread that called ``run``) gets control back within about half a second
+    whatever the server or a tool is doing.
     """
 
     def __init__(
@@ -100,6 +129,7 @@ class Agent:
         on_event: EventCallback | None = None,
         record: bool | None = None,
         context_chars: int | None = None,
+        starting_context_chars: int | None = None,
         parent: Agent | None = None,
     ) -> None:
         settings = system.config.data.get("agent") or {}
@@ -145,12 +175,19 @@ class Agent:
         self.context_chars: int | None = (
             context_chars if context_chars is not None or parent is None else parent.context_chars
         )
+        if starting_context_chars is None:
+            starting_context_chars = (
+                parent.starting_context_chars
+                if parent is not None
+                else int(settings.get("starting_context_chars", DEFAULT_STARTING_CONTEXT_CHARS))
+            )
+        self.starting_context_chars: int = starting_context_chars
         self._children: itertools.count[int] = itertools.count(1)
         self._token: CancelToken = parent._token.child() if parent is not None else CancelToken()
         self._run_lock = threading.Lock()
+        self._state_lock = threading.Lock()  # the conversation, between run()'s thread and its worker
         self._seen_ids: set[str] = set()
         self._added: list[dict[str, Any]] = []
-        self._partial: list[str] = []  # the text streamed so far in this turn
         self._ceiling: int | None = None  # set when the model said the conversation was too long
 
     def __repr__(self) -> str:
@@ -170,10 +207,12 @@ class Agent:
         return self._token.cancelled
 
     def cancel(self) -> None:
-        """Stop the current run (and its sub-agents) at the next streamed chunk, tool batch or retry wait.
+        """Stop the current run and everything it started: the model request, the running tool calls (a
+        command's whole process tree is killed), the sub-agents with their tools and approval prompts (an
+        approval asked for the cancelled turn is a denial, whenever the answer comes).
 
-        Safe from any thread. The run returns with ``stop_reason="cancelled"`` and a conversation that stays
-        valid for the next ``run``.
+        Safe from any thread; returns at once, and ``run`` returns within about half a second with
+        ``stop_reason="cancelled"`` and a conversation that stays valid for the next ``run``.
         """
         self._token.cancel()
 
@@ -182,29 +221,38 @@ class Agent:
 
         Never raises for model or tool failures (they end as ``stop_reason="error"`` or as tool results the
         model sees); a ``KeyboardInterrupt`` cancels the run, leaves the conversation valid, and propagates.
+        A run made inside a tool call (a sub-agent) is cancelled with the turn that made the call.
         """
         if not self._run_lock.acquire(blocking=False):
             raise RuntimeError(f"agent {self.session_id} is already running; one run at a time")
         running = _running(self.system)
         try:
-            if self.parent is not None:  # cancelled with the parent's current run
-                self._token = self.parent._token.child()
+            outer = self.parent._token if self.parent is not None else current_token()
+            if outer is not None:  # cancelled with the parent's current turn
+                self._token = outer.child()
             elif self._token.cancelled:
                 self._token = CancelToken()
             running[self.session_id] = self
             self._repair()
             self._added = []
-            self._partial = []
             for message in messages:
                 self._append(dict(message))
             if prompt is not None:
                 self._append({"role": "user", "content": prompt})
+            state = _Run()
             try:
-                result = self._loop()
+                try:  # the work runs on a worker, so this thread gets control back however it is stuck
+                    result = run_cancellable(self._token, _GRACE, self._loop, state)
+                except CallCancelled:  # the work did not stop in time: it ends on its own, unheard
+                    self._detach(state)
+                    state.text = self._keep_partial(state, detached=True) or state.text
+                    self._repair()
+                    result = self._result(state, "cancelled")
             except KeyboardInterrupt:
                 self._token.cancel()
-                if self._partial:  # the user saw this much of the answer: keep it in the conversation
-                    self._append({"role": "assistant", "content": "".join(self._partial)})
+                self._detach(state)
+                # the user saw this much of the answer: keep it in the conversation
+                self._keep_partial(state, detached=True)
                 self._repair()
                 raise
             self._emit(AgentFinished(self.session_id, self.depth, result))
@@ -227,76 +275,86 @@ class Agent:
             await asyncio.wait([future])
             raise
 
-    # -- the loop ----------------------------------------------------------------------------------------
+    # -- the loop (on a worker, under the run's cancel token) ---------------------------------------------
 
-    def _loop(self) -> AgentResult:
-        outcomes: list[CallOutcome] = []
-        usage = Usage()
-        turns = 0
+    def _result(self, state: _Run, stop: StopReason, error: str | None = None) -> AgentResult:
+        return AgentResult(
+            text=state.text,
+            stop_reason=stop,
+            turns=state.turns,
+            session_id=self.session_id,
+            model=self.client.name,
+            tool_calls=list(state.outcomes),
+            usage=state.usage,
+            error=error,
+            messages=list(self._added),
+        )
+
+    def _loop(self, state: _Run) -> AgentResult:
         context_retries = 0
-        text = ""
-
-        def finish(stop: StopReason, error: str | None = None) -> AgentResult:
-            return AgentResult(
-                text=text,
-                stop_reason=stop,
-                turns=turns,
-                session_id=self.session_id,
-                model=self.client.name,
-                tool_calls=outcomes,
-                usage=usage,
-                error=error,
-                messages=list(self._added),
-            )
-
+        finish = functools.partial(self._result, state)
         while True:
             if self._token.cancelled:
                 return finish("cancelled")
-            if turns >= self.max_turns:
+            if state.turns >= self.max_turns:
                 return finish("max_turns")
-            turns += 1
-            self._emit(TurnStarted(self.session_id, self.depth, turns))
-            self._partial = []
+            state.turns += 1
+            self._emit(TurnStarted(self.session_id, self.depth, state.turns), state)
             tools = self._definitions()
-            request = self._request(tools)
+            request = self._request(tools, state)
+            parts: list[str] = []
+            state.partial = parts
             try:
-                reply = self.client.complete(
-                    request,
-                    tools,
-                    on_text=self._on_text,
-                    on_retry=self._on_retry,
-                    cancel=self._token,
-                )
+                reply = self._complete(request, tools, parts, state)
             except ModelError as err:
                 if err.kind == "cancelled":
+                    state.text = self._keep_partial(state) or state.text
                     return finish("cancelled")
-                if err.kind == "context_length" and context_retries < _CONTEXT_RETRIES:
+                if err.kind == "context_length" and context_retries < _CONTEXT_RETRIES and not parts:
                     context_retries += 1
                     # what was sent is too much for this model: aim well below it from now on
                     self._ceiling = int(conversation_chars(self.messages) * 0.6)
-                    turns -= 1
+                    state.turns -= 1
                     log.info("agent %s: %s; trimming harder and trying again", self.session_id, err.message)
                     continue
+                state.text = self._keep_partial(state) or state.text
                 return finish("error", err.message)
             except Exception as err:  # a host's own client that breaks
                 log.exception("agent %s: the model client failed", self.session_id)
+                state.text = self._keep_partial(state) or state.text
                 return finish("error", f"{type(err).__name__}: {err}")
-            usage.add(reply.usage)
+            state.usage.add(reply.usage)
+            state.partial = []
             if reply.stop_reason == "cancelled":
-                self._partial = []
                 if reply.text:
-                    text = reply.text
-                    self._append({"role": "assistant", "content": reply.text})
+                    state.text = reply.text
+                    self._add(state, {"role": "assistant", "content": reply.text})
                 return finish("cancelled")
             calls = self._unique_ids(reply.tool_calls)
+            if reply.stop_reason == "length":
+                calls = []  # cut off while writing them: their arguments are incomplete, never run them
             reply.tool_calls = calls
-            self._append(reply.message())
-            self._partial = []
-            if reply.text:
-                text = reply.text
+            self._add(state, reply.message())
+            if reply.text or reply.refusal:
+                state.text = reply.text or reply.refusal
+            ending = _ENDINGS.get(reply.stop_reason)
+            if ending is not None:
+                detail = f": {reply.refusal}" if reply.refusal and reply.text else ""
+                return finish(cast(StopReason, reply.stop_reason), ending + detail)
             if not calls:
                 return finish("done")
-            outcomes.extend(self._run_tools(calls))
+            state.outcomes.extend(self._run_tools(calls, state))
+
+    def _complete(
+        self, request: list[dict[str, Any]], tools: list[dict[str, Any]], parts: list[str], state: _Run
+    ) -> ModelReply:
+        return self.client.complete(
+            request,
+            tools,
+            on_text=functools.partial(self._on_text, parts, state),
+            on_retry=functools.partial(self._on_retry, state),
+            cancel=self._token,
+        )
 
     def _selection(self) -> tuple[list[str] | None, list[str] | None]:
         """``(enabled, disabled)`` for definitions and calls: the toolsets, narrowed to ``allowed_tools`` by name
@@ -312,10 +370,36 @@ class Agent:
             enabled, disabled, format=self.client.tool_format, session_id=self.session_id
         )
 
-    def _request(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        prompt = (
-            self.system_prompt if not (self.messages and self.messages[0].get("role") == "system") else ""
-        )
+    def _system_text(self) -> str:
+        """The system prompt of the next request: ours, then what plugins give the agent to start with."""
+        if not self.system_prompt or (self.messages and self.messages[0].get("role") == "system"):
+            return ""
+        context = self._starting_context()
+        return f"{self.system_prompt}\n\n{context}" if context else self.system_prompt
+
+    def _starting_context(self) -> str:
+        """The ``agent_context`` hook's sections (the built-ins: the memory store, the skills index), capped."""
+        limit = self.starting_context_chars
+        if limit <= 0:
+            return ""
+        enabled, disabled = (
+            self._selection()
+        )  # what it may use, deferred tools included (tool_search finds them)
+        names = self.system.available(enabled, disabled)
+        try:
+            sections = self.system.hooks.call(
+                "agent_context", system=self.system, session_id=self.session_id, tools=names
+            )
+        except Exception:  # a hook wrapper that breaks: no starting context this turn, the run goes on
+            log.exception("agent %s: an agent_context hook wrapper failed (ignored)", self.session_id)
+            return ""
+        text = "\n\n".join(str(s).strip() for s in sections or () if isinstance(s, str) and s.strip())
+        if len(text) > limit:
+            text = text[:limit].rstrip() + "\n[... cut to fit the starting context's limit ...]"
+        return text
+
+    def _request(self, tools: list[dict[str, Any]], state: _Run) -> list[dict[str, Any]]:
+        prompt = self._system_text()
         fixed = len(json.dumps(tools)) + len(prompt)
         budget = budget_chars(
             self.client.context_window, self.client.max_output_tokens, fixed, override=self.context_chars
@@ -331,7 +415,8 @@ class Agent:
                     report.chars_removed,
                     report.messages_dropped,
                     report.results_cut,
-                )
+                ),
+                state,
             )
         if prompt:
             return [{"role": "system", "content": prompt}, *self.messages]
@@ -348,9 +433,11 @@ class Agent:
             out.append(ToolCall(call_id, call.name, call.arguments))
         return out
 
-    def _run_tools(self, calls: list[ToolCall]) -> list[CallOutcome]:
+    def _run_tools(self, calls: list[ToolCall], state: _Run) -> list[CallOutcome]:
         for call in calls:
-            self._emit(ToolCallStarted(self.session_id, self.depth, call.id, call.name, call.arguments))
+            self._emit(
+                ToolCallStarted(self.session_id, self.depth, call.id, call.name, call.arguments), state
+            )
         outcomes: list[CallOutcome | None] = [None] * len(calls)
         runnable: list[int] = []
         for i, call in enumerate(calls):
@@ -383,10 +470,10 @@ class Agent:
                 outcomes[i] = outcome
         finished = [o for o in outcomes if o is not None]
         for call, outcome in zip(calls, finished, strict=True):
-            self._append(
-                {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": outcome.result}
+            self._add(
+                state, {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": outcome.result}
             )
-            self._emit(ToolCallFinished(self.session_id, self.depth, call.id, outcome))
+            self._emit(ToolCallFinished(self.session_id, self.depth, call.id, outcome), state)
         return finished
 
     # -- bookkeeping -------------------------------------------------------------------------------------
@@ -401,11 +488,38 @@ class Agent:
             self._announce(message)
 
     def _announce(self, message: dict[str, Any]) -> None:
-        """Tell every ``on_agent_message`` implementation through the hook runner (wrappers included); one that
-        raises is logged and the others still run."""
-        self.system.hooks.call(
-            "on_agent_message", system=self.system, session_id=self.session_id, message=dict(message)
-        )
+        """Hand the message to the ``on_agent_message`` hook through the system's hook runner (wrappers included;
+        an implementation that raises is logged and the others still run)."""
+        try:
+            self.system.hooks.call(
+                "on_agent_message", system=self.system, session_id=self.session_id, message=dict(message)
+            )
+        except Exception:  # a hook wrapper that raised: recording is not worth stopping the run for
+            log.exception("agent %s: an on_agent_message hook wrapper failed (ignored)", self.session_id)
+
+    def _add(self, state: _Run, message: dict[str, Any]) -> None:
+        """``_append`` for the worker: once the caller gave up on it (``_detach``), it changes nothing more."""
+        with self._state_lock:
+            if not state.alive:
+                raise CallCancelled
+            self._append(message)
+
+    def _detach(self, state: _Run) -> None:
+        """The caller takes the conversation back from a worker that is still running."""
+        with self._state_lock:
+            state.alive = False
+
+    def _keep_partial(self, state: _Run, *, detached: bool = False) -> str:
+        """Put the text streamed so far in this turn into the conversation (the user saw it); returns it.
+        ``detached``: called by run()'s thread after it took the conversation back from the worker."""
+        partial, state.partial = "".join(state.partial), []
+        if partial:
+            message = {"role": "assistant", "content": partial}
+            if detached:
+                self._append(message)
+            else:
+                self._add(state, message)
+        return partial
 
     def _repair(self) -> None:
         """Give every tool call of the conversation a result (a run that was interrupted may have left some)."""
@@ -427,17 +541,19 @@ class Agent:
                     )
                     i += 1
 
-    def _emit(self, event: AgentEvent) -> None:
-        if self.on_event is None:
+    def _emit(self, event: AgentEvent, state: _Run | None = None) -> None:
+        if self.on_event is None or (state is not None and not state.alive):
             return
         try:
             self.on_event(event)
         except Exception:
             log.exception("agent %s: the on_event callback failed (ignored)", self.session_id)
 
-    def _on_text(self, piece: str) -> None:
-        self._partial.append(piece)
-        self._emit(TextDelta(self.session_id, self.depth, piece))
+    def _on_text(self, parts: list[str], state: _Run, piece: str) -> None:
+        if self._token.cancelled:  # a request that did not stop in time: its late text goes nowhere
+            return
+        parts.append(piece)
+        self._emit(TextDelta(self.session_id, self.depth, piece), state)
 
-    def _on_retry(self, attempt: int, delay: float, reason: str) -> None:
-        self._emit(ModelRetrying(self.session_id, self.depth, attempt, delay, reason))
+    def _on_retry(self, state: _Run, attempt: int, delay: float, reason: str) -> None:
+        self._emit(ModelRetrying(self.session_id, self.depth, attempt, delay, reason), state)

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AgentResult", "StopReason"]
 
-StopReason = Literal["done", "max_turns", "cancelled", "error"]
+StopReason = Literal["done", "max_turns", "cancelled", "error", "refusal", "length", "content_filter"]
 
 
 @dataclass(slots=True)
@@ -20,8 +20,12 @@ class AgentResult:
     """The end of one ``run``.
 
     ``stop_reason``: ``done`` (the model answered without asking for tools), ``max_turns`` (the turn budget
-    ran out first), ``cancelled`` or ``error`` (``error`` says what; the conversation stays valid). ``text`` is
-    the last assistant text; ``messages`` the messages this run added; ``tool_calls`` every call's outcome.
+    ran out first), ``cancelled``, ``error`` (the model request failed for good), ``refusal`` (the model declined;
+    ``text`` is its explanation), ``length`` (the answer was cut off at the output limit; tool calls cut off
+    with it are not run) or ``content_filter`` (the provider's filter stopped the answer). For every end but
+    ``done`` and ``cancelled``, ``error`` says what happened; the conversation stays valid in all of them.
+    ``text`` is the last assistant text; ``messages`` the messages this run added; ``tool_calls`` every call's
+    outcome; ``usage`` the tokens of every request of the run, summed.
     """
 
     text: str

@@ -284,27 +284,10 @@ def _hook_problems(system: ToolSystem) -> list[Problem]:
     pm = system.plugins.pm
     known = sorted(n for n, caller in vars(pm.hook).items() if getattr(caller, "spec", None) is not None)
     found: list[Problem] = []
-    for plugin in pm.get_plugins():
-        for caller in pm.get_hookcallers(plugin) or []:
-            if caller.spec is not None:
-                continue
-            if all(
-                getattr(impl, "optionalhook", False)
-                for impl in caller.get_hookimpls()
-                if impl.plugin is plugin
-            ):
-                continue
-            close = difflib.get_close_matches(caller.name, known, n=1)
-            hint = f"rename it to {close[0]!r}" if close else f"use one of: {', '.join(known)}"
-            found.append(
-                Problem(
-                    "error",
-                    pm.get_name(plugin) or "?",
-                    "hooks",
-                    f"implements unknown hook {caller.name!r}",
-                    hint,
-                )
-            )
+    for plugin, hook in system.plugins.unknown_hooks():
+        close = difflib.get_close_matches(hook, known, n=1)
+        hint = f"rename it to {close[0]!r}" if close else f"use one of: {', '.join(known)}"
+        found.append(Problem("error", plugin, "hooks", f"implements unknown hook {hook!r}", hint))
     if not found:
         for message in system.plugins.check_pending():
             found.append(

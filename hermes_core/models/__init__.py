@@ -15,7 +15,13 @@ reply.text, reply.tool_calls, reply.stop_reason, reply.usage
 
 Requests that fail with 429, 5xx, a timeout or a dropped connection are retried with exponential backoff
 (``max_retries``, honouring ``retry-after`` up to ``max_retry_wait``) as long as nothing of the answer reached
-the caller yet; then a ``ModelError`` says what went wrong.
+the caller yet (a stream that breaks before its first token is retried too); then a ``ModelError`` says what
+went wrong, with ``kind="context_length"`` when the server said, in its own words, that the conversation is too
+long. A reply keeps what the provider meant: ``stop_reason`` ``refusal``, ``length`` and ``content_filter`` of
+their own, Anthropic thinking blocks and compatible servers' reasoning to send back, and the usage of the
+request (OpenAI-compatible streams are asked for it). Cancelling the ``CancelToken`` passed as ``cancel`` stops
+a streamed answer at once (its socket is shut), also one the server went silent on; ``Agent`` also stops waiting
+for a request whose answer has not begun.
 """
 
 from __future__ import annotations
@@ -114,11 +120,18 @@ def get_model(system: Host, name: str | None = None) -> ModelClient:
     Raises ``ModelConfigError`` (a ``ConfigError``) naming the problem: no model configured, unknown name,
     an api_key whose environment variable is unset.
     """
-    spec = resolve_spec(system.config, name)
-    http = system.stash("models.http", _pool)
-    return system.stash(
-        f"models.client.{spec.name}", lambda: make_client(spec, http), cleanup=lambda _c: None
-    )
+    # every Agent asks (a sub-agent, each task of a job runner): resolving the [models] table again each time
+    # costs more than the rest of making an agent, and a system's configuration does not change
+    known: dict[str | None, ModelClient] = system.stash("models.by_name", dict, cleanup=lambda _d: None)
+    client = known.get(name)
+    if client is None:
+        spec = resolve_spec(system.config, name)
+        http = system.stash("models.http", _pool)
+        client = system.stash(
+            f"models.client.{spec.name}", lambda: make_client(spec, http), cleanup=lambda _c: None
+        )
+        known[name] = client
+    return client
 
 
 def model_names(system: Host) -> list[str]:

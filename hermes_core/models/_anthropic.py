@@ -3,6 +3,11 @@
 The conversation stays in the Chat Completions shape everywhere else; it is translated here: system messages
 become the ``system`` field, assistant tool calls ``tool_use`` blocks, tool results ``tool_result`` blocks in a
 user turn, and neighbouring messages of one role are merged (the API wants the roles to alternate).
+
+Extended thinking: ``thinking`` and ``redacted_thinking`` blocks come back on the assistant message
+(``thinking_blocks``) and are sent back first in that turn, unchanged, signatures and all; the API refuses a
+tool-use turn without them. The stop reasons ``refusal``, ``max_tokens`` and ``model_context_window_exceeded``
+end a turn as ``refusal`` and ``length``.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._client import HttpModelClient, content_text
-from ._http import Attempt, iter_sse
+from ._http import Attempt, classify_error, error_info, iter_sse
 from ._openai import new_call_id
 from ._types import CancelToken, ModelError, ModelReply, TextCallback, ToolCall, Usage
 
@@ -25,8 +30,27 @@ __all__ = ["API_VERSION", "AnthropicClient", "to_anthropic_messages"]
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
-_STOP = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
-_RETRYABLE_ERRORS = {"overloaded_error", "api_error", "rate_limit_error"}
+_STOP = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "refusal",
+}
+_THINKING = ("thinking", "redacted_thinking")
+_THINKING_FIELDS = {"thinking": ("type", "thinking", "signature"), "redacted_thinking": ("type", "data")}
+
+
+def _thinking_blocks(value: Any) -> list[dict[str, Any]]:
+    """The thinking blocks kept on an assistant message, with exactly the fields the API defines."""
+    out = []
+    for block in value if isinstance(value, list) else ():
+        if isinstance(block, dict) and block.get("type") in _THINKING:
+            fields = _THINKING_FIELDS[block["type"]]
+            out.append({key: block[key] for key in fields if key in block})
+    return out
 
 
 def _tool_input(arguments: Any) -> dict[str, Any]:
@@ -48,7 +72,14 @@ def to_anthropic_messages(messages: Sequence[dict[str, Any]]) -> tuple[str, list
         if not blocks:
             return
         if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
+            merged = out[-1]["content"]
+            thinking = [b for b in blocks if b.get("type") in _THINKING]
+            if (
+                thinking
+            ):  # thinking opens an assistant turn: keep it ahead of what the merged turn already has
+                first = next((i for i, b in enumerate(merged) if b.get("type") not in _THINKING), len(merged))
+                merged[first:first] = thinking
+            merged.extend(b for b in blocks if b.get("type") not in _THINKING)
         else:
             out.append({"role": role, "content": blocks})
 
@@ -70,7 +101,7 @@ def to_anthropic_messages(messages: Sequence[dict[str, Any]]) -> tuple[str, list
                 ],
             )
         elif role == "assistant":
-            blocks: list[dict[str, Any]] = []
+            blocks: list[dict[str, Any]] = _thinking_blocks(msg.get("thinking_blocks"))
             text = content_text(msg.get("content"))
             if text.strip():
                 blocks.append({"type": "text", "text": text})
@@ -131,16 +162,22 @@ class AnthropicClient(HttpModelClient):
             data = response.json()
         except ValueError:
             raise self._protocol_error("the answer is not JSON") from None
+        if isinstance(data, dict) and data.get("type") == "error":
+            raise classify_error(self.spec, f"model {self.name!r}", None, error_info(data))
         if not isinstance(data, dict) or not isinstance(data.get("content"), list):
             raise self._protocol_error("the answer has no content")
         texts: list[str] = []
         calls: list[ToolCall] = []
+        thinking: list[dict[str, Any]] = []
         for block in data["content"]:
             if not isinstance(block, dict):
                 continue
-            if block.get("type") == "text":
+            kind = block.get("type")
+            if kind == "text":
                 texts.append(str(block.get("text", "")))
-            elif block.get("type") == "tool_use":
+            elif kind in _THINKING:
+                thinking.extend(_thinking_blocks([block]))
+            elif kind == "tool_use":
                 raw = block.get("input")
                 calls.append(
                     ToolCall(
@@ -153,14 +190,14 @@ class AnthropicClient(HttpModelClient):
         if text and on_text is not None:
             attempt.emitted = True
             on_text(text)
-        usage = data.get("usage") or {}
         stop = str(data.get("stop_reason") or ("tool_use" if calls else "end_turn"))
         return ModelReply(
             text=text,
             tool_calls=calls,
             stop_reason=_STOP.get(stop, stop),
-            usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+            usage=_usage(data.get("usage")),
             model=str(data.get("model") or self.model),
+            thinking=thinking,
         )
 
     def _read_stream(
@@ -168,7 +205,7 @@ class AnthropicClient(HttpModelClient):
     ) -> ModelReply:
         texts: list[str] = []
         blocks: dict[int, dict[str, Any]] = {}
-        stop = "end_turn"
+        stop: str | None = None
         usage = Usage()
         model = self.model
         done = False
@@ -187,7 +224,7 @@ class AnthropicClient(HttpModelClient):
             if kind == "message_start":
                 message = event.get("message") or {}
                 model = str(message.get("model") or model)
-                usage.input_tokens = int((message.get("usage") or {}).get("input_tokens") or 0)
+                usage = _usage(message.get("usage"))
             elif kind == "content_block_start":
                 block = dict(event.get("content_block") or {})
                 block["_json"] = ""
@@ -195,34 +232,48 @@ class AnthropicClient(HttpModelClient):
             elif kind == "content_block_delta":
                 block = blocks.setdefault(int(event.get("index", 0)), {"type": "text", "_json": ""})
                 delta = event.get("delta") or {}
-                if delta.get("type") == "text_delta":
+                dtype = delta.get("type")
+                if dtype == "text_delta":
                     piece = str(delta.get("text", ""))
                     texts.append(piece)
                     if piece and on_text is not None:
                         attempt.emitted = True
                         on_text(piece)
-                elif delta.get("type") == "input_json_delta":
+                elif dtype == "input_json_delta":
                     block["_json"] += str(delta.get("partial_json", ""))
+                elif dtype == "thinking_delta":
+                    block["thinking"] = str(block.get("thinking") or "") + str(delta.get("thinking", ""))
+                elif dtype == "signature_delta":
+                    block["signature"] = str(delta.get("signature", ""))
             elif kind == "message_delta":
-                stop = str((event.get("delta") or {}).get("stop_reason") or stop)
-                usage.output_tokens = int(
-                    (event.get("usage") or {}).get("output_tokens") or usage.output_tokens
-                )
+                stop = str((event.get("delta") or {}).get("stop_reason") or stop or "end_turn")
+                later = _usage(
+                    event.get("usage")
+                )  # cumulative counts; input ones only when the server resends
+                usage.output_tokens = later.output_tokens or usage.output_tokens
+                usage.input_tokens = later.input_tokens or usage.input_tokens
+                usage.cache_read_tokens = later.cache_read_tokens or usage.cache_read_tokens
+                usage.cache_write_tokens = later.cache_write_tokens or usage.cache_write_tokens
             elif kind == "error":
-                error = event.get("error") or {}
-                retryable = error.get("type") in _RETRYABLE_ERRORS
-                raise ModelError(
-                    f"model {self.name!r}: the stream ended with {error.get('type', 'an error')}: "
-                    f"{error.get('message', '')}",
-                    kind="server" if retryable else "protocol",
-                    retryable=retryable,
+                raise classify_error(
+                    self.spec, f"model {self.name!r}: the stream ended with an error", None, error_info(event)
                 )
             elif kind == "message_stop":
                 done = True
         if cancel.cancelled:
             return ModelReply(text="".join(texts), stop_reason="cancelled", usage=usage, model=model)
+        if not done and stop is None:
+            raise ModelError(
+                f"model {self.name!r}: the stream ended before the answer was complete",
+                kind="protocol",
+                retryable=True,
+            )
         calls = []
+        thinking: list[dict[str, Any]] = []
         for _, block in sorted(blocks.items()):
+            if block.get("type") in _THINKING:
+                thinking.extend(_thinking_blocks([block]))
+                continue
             if block.get("type") != "tool_use":
                 continue
             arguments = block["_json"]
@@ -236,6 +287,28 @@ class AnthropicClient(HttpModelClient):
                     arguments=arguments,
                 )
             )
+        stop = stop or "end_turn"
         return ModelReply(
-            text="".join(texts), tool_calls=calls, stop_reason=_STOP.get(stop, stop), usage=usage, model=model
+            text="".join(texts),
+            tool_calls=calls,
+            stop_reason=_STOP.get(stop, stop),
+            usage=usage,
+            model=model,
+            thinking=thinking,
         )
+
+
+def _usage(raw: Any) -> Usage:
+    if not isinstance(raw, dict):
+        return Usage()
+
+    def count(key: str) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    return Usage(
+        input_tokens=count("input_tokens"),
+        output_tokens=count("output_tokens"),
+        cache_read_tokens=count("cache_read_input_tokens"),
+        cache_write_tokens=count("cache_creation_input_tokens"),
+    )

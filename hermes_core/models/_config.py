@@ -20,7 +20,11 @@ Keys of a model: ``provider`` ("openai", the default, or "anthropic"), ``model``
 (a string, ``{env = "VAR"}`` or ``{file = "path"}``), ``headers`` (values may be secrets too), ``timeout``
 (seconds without data, default 120), ``max_retries`` (default 3), ``max_retry_wait`` (the longest
 ``retry-after`` honoured, default 60 s), ``max_tokens``, ``temperature``, ``context_window``, ``stream``
-(default true) and ``params`` (extra request fields sent as they are).
+(default true), ``stream_usage`` (default true: an OpenAI-compatible stream is asked for its token usage with
+``stream_options``; false for a server that refuses the field), ``keep_reasoning`` (default true: the reasoning
+an OpenAI-compatible server returns with tool calls is sent back within the same task, as DeepSeek and
+OpenRouter ask) and ``params`` (extra request fields sent as they are, e.g. Anthropic's
+``thinking = { type = "enabled", budget_tokens = 4096 }``).
 """
 
 from __future__ import annotations
@@ -62,6 +66,8 @@ class ModelSpec:
     temperature: float | None = None
     context_window: int | None = None
     stream: bool = True
+    stream_usage: bool = True
+    keep_reasoning: bool = True
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def problem(self) -> str | None:
@@ -124,6 +130,8 @@ def _spec(name: str, table: Mapping[str, Any], where: str) -> ModelSpec:
         temperature=table.get("temperature"),
         context_window=table.get("context_window"),
         stream=bool(table.get("stream", True)),
+        stream_usage=bool(table.get("stream_usage", True)),
+        keep_reasoning=bool(table.get("keep_reasoning", True)),
         params=dict(table.get("params") or {}),
     )
 

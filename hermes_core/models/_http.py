@@ -2,11 +2,14 @@
 events, and readable errors.
 
 A request is retried only while nothing of its answer has reached the caller: once streamed text was handed
-out, a failure is final (a retry would repeat what the user already saw).
+out, a failure is final (a retry would repeat what the user already saw). A stream that fails before that (an
+error event, a dropped connection, a stream that ends without its end marker) is retried like a failed request.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import logging
 import random
@@ -21,7 +24,18 @@ if TYPE_CHECKING:
 
     from ._config import ModelSpec
 
-__all__ = ["RETRY_STATUSES", "Attempt", "backoff_delay", "iter_sse", "post_json", "retry_after_seconds"]
+__all__ = [
+    "RETRY_STATUSES",
+    "Attempt",
+    "ErrorInfo",
+    "backoff_delay",
+    "classify_error",
+    "error_info",
+    "is_context_overflow",
+    "iter_sse",
+    "post_json",
+    "retry_after_seconds",
+]
 
 log = logging.getLogger("hermes.models")
 
@@ -92,52 +106,104 @@ def iter_sse(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
         yield event or "message", "\n".join(data)
 
 
-def _error_detail(response: httpx.Response) -> str:
+class ErrorInfo:
+    """What an error body says: its message, and the ``code`` and ``type`` fields when it has them."""
+
+    __slots__ = ("code", "message", "type")
+
+    def __init__(self, message: str, code: str = "", type: str = "") -> None:
+        self.message = message
+        self.code = code
+        self.type = type
+
+
+def error_info(error: Any, fallback: str = "") -> ErrorInfo:
+    """The ``ErrorInfo`` of an error object as providers send it: ``{"error": {"message", "type", "code"}}``
+    (OpenAI, llama.cpp, Ollama), ``{"type": "error", "error": {...}}`` (Anthropic), a bare ``{"message", ...}``
+    (vLLM) or a string."""
+    if isinstance(error, Mapping) and "error" in error and not isinstance(error.get("message"), str):
+        error = error["error"]
+    if isinstance(error, str):
+        return ErrorInfo(error[:500])
+    if not isinstance(error, Mapping):
+        return ErrorInfo(fallback or json.dumps(error)[:500])
+    message = error.get("message") or error.get("type") or fallback or json.dumps(error)[:500]
+    code = error.get("code")
+    return ErrorInfo(
+        str(message)[:500], str(code) if isinstance(code, str) else "", str(error.get("type") or "")
+    )
+
+
+def _response_error(response: httpx.Response) -> ErrorInfo:
     try:
         body = response.json()
     except ValueError:
         text = response.text.strip()
-        return text[:500] if text else response.reason_phrase
-    if isinstance(body, Mapping):
-        error = body.get("error", body)
-        if isinstance(error, Mapping):
-            message = error.get("message") or error.get("type") or json.dumps(error)[:500]
-            return str(message)[:500]
-        if isinstance(error, str):
-            return error[:500]
-    return json.dumps(body)[:500]
+        return ErrorInfo(text[:500] if text else response.reason_phrase)
+    return error_info(body, response.reason_phrase)
 
 
-def _is_context_length(status: int, detail: str) -> bool:
-    low = detail.lower()
-    if "context_length" in low or "context length" in low or "context window" in low:
+# How servers say "the conversation does not fit": OpenAI and vLLM ("maximum context length"), Anthropic
+# ("prompt is too long", "exceed context limit"), llama.cpp ("exceeds the available context size"), Ollama
+# ("the input length exceeds the context length"), vLLM's engine ("is too long to fit into the model").
+_OVERFLOW_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error", "request_too_large"})
+_OVERFLOW_WORDS = (
+    "context_length_exceeded",
+    "context length",
+    "context window",
+    "maximum context",
+    "context size",
+    "context limit",
+    "prompt is too long",
+    "input is too long",
+    "too many tokens",
+    "too long to fit",
+    "exceeds the available context",
+)
+
+
+def is_context_overflow(status: int | None, info: ErrorInfo) -> bool:
+    """Whether an error says the request is too big for the model (trimming the conversation is the cure)."""
+    if status == 413 or info.code in _OVERFLOW_CODES or info.type in _OVERFLOW_CODES:
         return True
-    return status in (400, 413) and (
-        "too long" in low or "too many tokens" in low or "maximum context" in low
-    )
+    low = info.message.lower()
+    return any(word in low for word in _OVERFLOW_WORDS)
+
+
+_REQUEST_ERRORS = frozenset(
+    {"invalid_request_error", "authentication_error", "permission_error", "not_found_error", "billing_error"}
+)
 
 
 def http_error(spec: ModelSpec, response: httpx.Response) -> ModelError:
     """The ``ModelError`` for an error response (read already)."""
+    status = response.status_code
+    info = _response_error(response)
+    where = f"model {spec.name!r} ({spec.base_url}): HTTP {status}"
+    return classify_error(spec, where, status, info, retry_after_seconds(response.headers))
+
+
+def classify_error(
+    spec: ModelSpec, where: str, status: int | None, info: ErrorInfo, wait: float | None = None
+) -> ModelError:
+    """The ``ModelError`` for an error a server reported (as a response or inside a stream)."""
     from ..security import redact
 
-    status = response.status_code
-    detail = redact(_error_detail(response))
-    where = f"model {spec.name!r} ({spec.base_url}): HTTP {status}"
-    wait = retry_after_seconds(response.headers)
+    detail = redact(info.message)
+    text = f"{where}: {detail}"
     if status in (401, 403):
-        return ModelError(f"{where}: {detail} (check the api_key)", kind="auth", status=status)
-    if status == 429:
-        return ModelError(
-            f"{where}: {detail}", kind="rate_limit", status=status, retryable=True, retry_after=wait
-        )
+        return ModelError(f"{text} (check the api_key)", kind="auth", status=status)
+    if status == 429 or info.type == "rate_limit_error":
+        return ModelError(text, kind="rate_limit", status=status, retryable=True, retry_after=wait)
+    if is_context_overflow(status, info):  # before the server errors: llama.cpp and Ollama say it with a 500
+        return ModelError(text, kind="context_length", status=status)
+    if status is None:  # an error event inside a stream: worth another try unless it blames the request
+        if info.type in _REQUEST_ERRORS:
+            return ModelError(text, kind="bad_request")
+        return ModelError(text, kind="server", retryable=True)
     if status in RETRY_STATUSES or status >= 500:
-        return ModelError(
-            f"{where}: {detail}", kind="server", status=status, retryable=True, retry_after=wait
-        )
-    if _is_context_length(status, detail):
-        return ModelError(f"{where}: {detail}", kind="context_length", status=status)
-    return ModelError(f"{where}: {detail}", kind="bad_request", status=status)
+        return ModelError(text, kind="server", status=status, retryable=True, retry_after=wait)
+    return ModelError(text, kind="bad_request", status=status)
 
 
 def _transport_error(spec: ModelSpec, err: Exception) -> ModelError:
@@ -151,6 +217,17 @@ def _transport_error(spec: ModelSpec, err: Exception) -> ModelError:
             retryable=True,
         )
     return ModelError(f"{where}: {type(err).__name__}: {err}", kind="connection", retryable=True)
+
+
+def _stop_reading(response: httpx.Response) -> None:
+    """Shut the response's socket, so a read blocked on it returns now (the connection is not reused)."""
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if sock is not None:
+        import socket
+
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def post_json(
@@ -178,8 +255,15 @@ def post_json(
                 if response.status_code >= 400:
                     response.read()
                     raise http_error(spec, response)
-                return handle(response, state)
+                # a cancel wakes a read that waits for the server (a stream can be silent for minutes)
+                stop = cancel.on_cancel(functools.partial(_stop_reading, response))
+                try:
+                    return handle(response, state)
+                finally:
+                    stop()
         except ModelError as err:
+            if cancel.cancelled:
+                raise ModelError("cancelled", kind="cancelled") from None
             error = err
         except (httpx.TransportError, httpx.StreamError) as err:
             if cancel.cancelled:

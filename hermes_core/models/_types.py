@@ -7,11 +7,11 @@ providers translate them on the wire.
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from .._aio.cancel import CancelToken
 
 __all__ = [
     "CancelToken",
@@ -46,25 +46,51 @@ class ToolCall:
 
 @dataclass(slots=True)
 class Usage:
-    """Tokens the provider reports (0 when it does not)."""
+    """Tokens the provider reports (0 when it does not).
+
+    ``input_tokens`` and ``output_tokens`` as the provider counts them (Anthropic's input leaves out cached
+    tokens, OpenAI's includes them); ``cache_read_tokens`` / ``cache_write_tokens`` the prompt-cache share;
+    ``reasoning_tokens`` the part of the output spent thinking, when the provider says.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
 
     def add(self, other: Usage) -> None:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.reasoning_tokens += other.reasoning_tokens
+
+    def __bool__(self) -> bool:
+        return bool(self.input_tokens or self.output_tokens)
 
     def as_dict(self) -> dict[str, int]:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+        }
 
 
 @dataclass(slots=True)
 class ModelReply:
     """One assistant turn: its text, the tool calls it asked for, and why it stopped.
 
-    ``stop_reason`` is ``stop`` (finished), ``tool_calls``, ``length`` (hit the output limit), ``cancelled``
-    (the caller cancelled mid-stream: ``text`` is what arrived so far) or the provider's own word.
+    ``stop_reason``: ``stop`` (finished), ``tool_calls``, ``length`` (the output limit or the context window
+    cut it short), ``refusal`` (the model declined; ``refusal`` holds its explanation when the provider sends
+    one apart), ``content_filter`` (the provider's filter stopped it), ``cancelled`` (the caller cancelled
+    mid-stream: ``text`` is what arrived so far) or the provider's own word.
+
+    What the model thought travels with the turn so it can be sent back unchanged: ``thinking`` holds Anthropic
+    ``thinking`` / ``redacted_thinking`` blocks exactly as received (signatures included); ``reasoning`` the
+    reasoning text and ``reasoning_details`` the structured reasoning an OpenAI-compatible server sent.
     """
 
     text: str = ""
@@ -72,14 +98,27 @@ class ModelReply:
     stop_reason: str = "stop"
     usage: Usage = field(default_factory=Usage)
     model: str = ""
+    refusal: str = ""
+    thinking: list[dict[str, Any]] = field(default_factory=list)
+    reasoning: str = ""
+    reasoning_details: list[Any] = field(default_factory=list)
 
     def message(self) -> dict[str, Any]:
-        """The reply as an assistant message for the conversation."""
+        """The reply as an assistant message for the conversation (Chat Completions shape; the thinking and
+        reasoning ride along as ``thinking_blocks``, ``reasoning_content`` and ``reasoning_details``)."""
         msg: dict[str, Any] = {"role": "assistant", "content": self.text or None}
         if self.tool_calls:
             msg["tool_calls"] = [c.as_message_part() for c in self.tool_calls]
         elif not self.text:
             msg["content"] = ""
+        if self.refusal:
+            msg["refusal"] = self.refusal
+        if self.thinking:
+            msg["thinking_blocks"] = [dict(block) for block in self.thinking]
+        if self.reasoning:
+            msg["reasoning_content"] = self.reasoning
+        if self.reasoning_details:
+            msg["reasoning_details"] = list(self.reasoning_details)
         return msg
 
 
@@ -87,8 +126,8 @@ class ModelError(Exception):
     """A model request failed for good (after any retries).
 
     ``kind``: ``auth``, ``rate_limit``, ``server``, ``timeout``, ``connection``, ``bad_request``,
-    ``context_length`` (the conversation is too long for the model), ``protocol`` (an unreadable answer) or
-    ``cancelled``. ``retry_after`` is the wait the server asked for, in seconds, when it said.
+    ``context_length`` (the conversation is too long for the model), ``protocol`` (an unreadable or incomplete
+    answer) or ``cancelled``. ``retry_after`` is the wait the server asked for, in seconds, when it said.
     """
 
     def __init__(
@@ -106,41 +145,6 @@ class ModelError(Exception):
         self.status = status
         self.retryable = retryable
         self.retry_after = retry_after
-
-
-class CancelToken:
-    """A thread-safe cancellation flag; cancelling a token cancels the tokens made from it with ``child()``."""
-
-    __slots__ = ("__weakref__", "_children", "_event", "_lock")
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self._children: weakref.WeakSet[CancelToken] = weakref.WeakSet()  # a finished child is not kept alive
-        self._lock = threading.Lock()
-
-    @property
-    def cancelled(self) -> bool:
-        return self._event.is_set()
-
-    def cancel(self) -> None:
-        with self._lock:
-            self._event.set()
-            children = list(self._children)
-        for child in children:
-            child.cancel()
-
-    def child(self) -> CancelToken:
-        """A token cancelled with this one (but cancelling it leaves this one alone)."""
-        token = CancelToken()
-        with self._lock:
-            self._children.add(token)
-            if self._event.is_set():
-                token._event.set()
-        return token
-
-    def wait(self, timeout: float) -> bool:
-        """Sleep up to ``timeout`` seconds; True as soon as the token is cancelled."""
-        return self._event.wait(timeout)
 
 
 class ModelClient(Protocol):

@@ -13,6 +13,7 @@ factory. Each call travels through the stages as one ``_Call``.
 from __future__ import annotations
 
 import contextvars
+import functools
 import itertools
 import json
 import logging
@@ -23,6 +24,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._aio.cancel import CallCancelled, CancelToken, cancellable, current_token, interrupt_on_cancel
 from .._aio.watchdog import HandlerTimeout, Watchdog
 from .._signatures import handler_shape
 from ..context import ApprovalDenied, CallContext, Guard
@@ -281,6 +283,8 @@ class Pipeline:
     def _outcome_of_failure(name: str, err: BaseException, rt: _Runtime | None) -> CallOutcome:
         if isinstance(err, ApprovalDenied):
             return _fail(name, "denied", "approval", f"Denied: {err.message}")
+        if isinstance(err, CallCancelled):
+            return _cancelled(name)
         if isinstance(err, ToolError):
             return _fail(name, "error", err.kind, err.message)
         if isinstance(err, (HandlerTimeout, TimeoutError)):
@@ -399,7 +403,7 @@ class Pipeline:
         between them, which are most of the pipeline's cost at this size. Anything else leaves it early.
         """
         started = _perf_counter()
-        if self._plain and type(name) is str:
+        if self._plain and type(name) is str and current_token() is None:
             try:
                 entry = self.tools.get(name)
                 rt = entry._runtime if entry is not None else None
@@ -452,12 +456,16 @@ class Pipeline:
                 return self._finish(call, early)
             entry, rt = call.entry, call.rt
             assert entry is not None and rt is not None
+            scope = current_token()
             try:
-                if entry.is_async:
-                    value = self.bridge.run(rt.invoke(entry.handler, call.args, call.ctx), rt.timeout)
+                if scope is None:
+                    if entry.is_async:
+                        value = self.bridge.run(rt.invoke(entry.handler, call.args, call.ctx), rt.timeout)
+                    else:
+                        value = self._run_sync(entry, call.args, call.ctx, rt)
                 else:
-                    value = self._run_sync(entry, call.args, call.ctx, rt)
-            except (Exception, HandlerTimeout) as err:
+                    value = self._run_under(scope, entry, call.args, call.ctx, rt)
+            except (Exception, HandlerTimeout, CallCancelled) as err:
                 return self._finish(call, self._handler_failed(call, err))
             return self._finish(call, CallOutcome(name, "ok", "", call.call_id), value)
         except (KeyboardInterrupt, SystemExit):
@@ -488,19 +496,25 @@ class Pipeline:
                 return self._finish(call, early)
             entry, rt = call.entry, call.rt
             assert entry is not None and rt is not None
+            token = current_token()
             try:
                 loop = asyncio.get_running_loop()
-                if not entry.is_async:  # on a worker thread, so the caller's loop runs on
+                if not entry.is_async:  # on a worker thread (with this task's context), so the loop runs on
+                    work = self._run_sync if token is None else functools.partial(self._run_under, token)
                     value = await loop.run_in_executor(
-                        self._executor(), self._run_sync, entry, call.args, call.ctx, rt
+                        self._executor(), contextvars.copy_context().run, work, entry, call.args, call.ctx, rt
                     )
                 elif self.bridge.claim(loop):  # native: right here, in the awaiting task
                     coro = rt.invoke(entry.handler, call.args, call.ctx)
+                    if token is not None:
+                        coro = cancellable(coro, token)
                     value = await coro if rt.timeout is None else await self._timed(coro, rt.timeout, loop)
                 else:  # the system's loop is another one: hand over without blocking this loop
                     coro = rt.invoke(entry.handler, call.args, call.ctx)
+                    if token is not None:
+                        coro = cancellable(coro, token)
                     value = await self.bridge.run_elsewhere(coro, rt.timeout, self._executor())
-            except (Exception, HandlerTimeout) as err:
+            except (Exception, HandlerTimeout, CallCancelled) as err:
                 return self._finish(call, self._handler_failed(call, err))
             return self._finish(call, CallOutcome(name, "ok", "", call.call_id), value)
         except asyncio.CancelledError:
@@ -548,18 +562,49 @@ class Pipeline:
         message = f"Internal error while running the tool (error id {error_id})."
         return _fail(str(name)[:200], "error", "exception", message, error_id=error_id)
 
-    def _run_sync(self, entry: ToolEntry, args: dict[str, Any], ctx: CallContext | None, rt: _Runtime) -> Any:
-        """Call a sync handler on this thread, interrupted by the watchdog when its timeout passes."""
+    def _run_sync(
+        self,
+        entry: ToolEntry,
+        args: dict[str, Any],
+        ctx: CallContext | None,
+        rt: _Runtime,
+        scope: CancelToken | None = None,
+    ) -> Any:
+        """Call a sync handler on this thread, interrupted by the watchdog when its timeout passes (and, with a
+        ``scope``, when that token is cancelled: the interruption covers the handler alone, never the
+        bookkeeping around it)."""
         if rt.timeout is None:
-            return entry.handler(**args) if rt.keywords_only else rt.invoke(entry.handler, args, ctx)
+            if scope is None:
+                return entry.handler(**args) if rt.keywords_only else rt.invoke(entry.handler, args, ctx)
+            with interrupt_on_cancel(scope):
+                return rt.invoke(entry.handler, args, ctx)
         armed = self._armed  # Watchdog.arm/disarm, inlined (this is on every call's path)
         token = next(self._tokens)
         armed[token] = (_monotonic() + rt.timeout, _get_ident())
         try:
-            return entry.handler(**args) if rt.keywords_only else rt.invoke(entry.handler, args, ctx)
+            if scope is None:
+                return entry.handler(**args) if rt.keywords_only else rt.invoke(entry.handler, args, ctx)
+            with interrupt_on_cancel(scope):
+                return rt.invoke(entry.handler, args, ctx)
         finally:
             if armed.pop(token, None) is None and self.watchdog.fired(token):
                 raise HandlerTimeout
+
+    def _run_under(
+        self,
+        token: CancelToken,
+        entry: ToolEntry,
+        args: dict[str, Any],
+        ctx: CallContext | None,
+        rt: _Runtime,
+    ) -> Any:
+        """Dispatch a call made under a cancel token (an agent's turn): cancelling the token stops the handler
+        (``CallCancelled`` in a sync handler's thread, its task cancelled for an async one)."""
+        if token.cancelled:
+            raise CallCancelled
+        if entry.is_async:
+            return self.bridge.run(cancellable(rt.invoke(entry.handler, args, ctx), token), rt.timeout)
+        return self._run_sync(entry, args, ctx, rt, token)
 
     def _executor(self, size: int | None = None) -> cf.ThreadPoolExecutor:
         """The worker pool (``[limits] max_parallel_calls`` threads, made on demand); ``size`` grows it."""
@@ -611,6 +656,7 @@ class Pipeline:
                     with gate:
                         return one(i)
 
+                # each call keeps the caller's context (its cancel token, its workspace)
                 futures = {i: pool.submit(contextvars.copy_context().run, gated, i) for i in batch}
                 for i, fut in futures.items():
                     results[i] = fut.result()
@@ -637,6 +683,15 @@ class Pipeline:
         self.watchdog.stop()
         if self._threads is not None:
             self._threads.shutdown(wait=False, cancel_futures=True)
+
+
+def _cancelled(name: str) -> CallOutcome:
+    return _fail(
+        name,
+        "error",
+        "cancelled",
+        "Stopped: the user cancelled this call before it finished; it may have done part of its work.",
+    )
 
 
 def _split_call(call: Any) -> tuple[Any, Any, str | None]:

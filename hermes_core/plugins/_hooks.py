@@ -151,6 +151,8 @@ class HookRunner:
     def __init__(self, pm: pluggy.PluginManager) -> None:
         self.pm = pm
         self.trace = trace_enabled()
+        # hook name -> (its implementations, spec, plain callers, has wrappers) for ``call``
+        self._generic: dict[str, tuple[list[Any], tuple[str, ...], list[Impl], bool]] = {}
         self.pre = self.post = self.transform = _EMPTY
         self.wants_context = False
         self.refresh()
@@ -542,22 +544,40 @@ class HookRunner:
         wrappers run by pluggy, ``firstresult`` honoured. Returns what pluggy returns."""
         caller = getattr(self.pm.hook, hook)
         impls = caller.get_hookimpls()
-        spec = _spec_args(caller) or tuple(kwargs)
-        plain = [Impl(i, spec) for i in reversed(impls) if not _is_wrapper(i)]
+        known = self._generic.get(hook)
+        if known is not None and known[0] == impls:  # the same implementations as last time: same callers
+            _, spec, plain, wrapped = known
+        else:
+            spec = _spec_args(caller) or tuple(kwargs)
+            plain = [Impl(i, spec) for i in reversed(impls) if not _is_wrapper(i)]
+            wrapped = any(_is_wrapper(i) for i in impls)
+            if caller.spec is not None:
+                self._generic[hook] = (impls, spec, plain, wrapped)
         values = tuple(kwargs.get(a) for a in spec)
 
-        def shim(impl: Impl) -> Callable[[], Any]:
-            def run() -> Any:
-                try:
-                    result = impl.call(*values)
-                except Exception:
-                    log.exception("%s hook of plugin %r failed (skipped)", hook, impl.plugin_name)
-                    return None
-                if self.trace:
-                    self._trace(hook, impl, values, spec, result)
-                return result
+        def run(impl: Impl) -> Any:
+            try:
+                result = impl.call(*values)
+            except Exception:
+                log.exception("%s hook of plugin %r failed (skipped)", hook, impl.plugin_name)
+                return None
+            if self.trace:
+                self._trace(hook, impl, values, spec, result)
+            return result
 
-            return run
+        if not wrapped:  # pluggy's answer without pluggy: the non-None results in order, or the first one
+            first = caller.spec is not None and caller.spec.opts.get("firstresult")
+            results = []
+            for impl in plain:
+                result = run(impl)
+                if result is not None:
+                    if first:
+                        return result
+                    results.append(result)
+            return None if first else results
+
+        def shim(impl: Impl) -> Callable[[], Any]:
+            return lambda: run(impl)
 
         wrappers = self.pm.subset_hook_caller(hook, {i.plugin for i in impls if not _is_wrapper(i)})
         return wrappers.call_extra([shim(i) for i in reversed(plain)], dict(kwargs))

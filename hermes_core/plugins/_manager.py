@@ -387,6 +387,21 @@ class PluginHost:
                 if self.strict:
                     raise PluginLoadError(f"plugin {record.name!r}: {record.error}") from err
 
+    def unknown_hooks(self) -> list[tuple[str, str]]:
+        """``(plugin, hook)`` for each hook implementation that names no hook of the project (optional ones
+        marked ``optionalhook`` are left out)."""
+        pm = self.pm
+        found = []
+        for plugin in pm.get_plugins():
+            for caller in pm.get_hookcallers(plugin) or []:
+                if caller.spec is not None:
+                    continue
+                mine = [i for i in caller.get_hookimpls() if i.plugin is plugin]
+                if all(getattr(i, "optionalhook", False) for i in mine):
+                    continue
+                found.append((pm.get_name(plugin) or "?", caller.name))
+        return found
+
     def check_pending(self) -> list[str]:
         """Hook implementations that name no known hook (pluggy's check_pending), as messages."""
         try:

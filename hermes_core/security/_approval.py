@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TextIO, cast
 
+from .._aio.cancel import current_token
 from ._verdicts import CommandVerdict, PathVerdict
 
 __all__ = [
@@ -146,7 +147,9 @@ class TerminalApprover:
             out.flush()
             line = self._readline(deadline - _monotonic())
             if line is None:
-                out.write("\nno answer in time: denied\n")
+                token = current_token()
+                cancelled = token is not None and token.cancelled
+                out.write("\ncancelled: denied\n" if cancelled else "\nno answer in time: denied\n")
                 out.flush()
                 return "deny"
             answer = _KEYS.get(line.strip().lower())
@@ -167,10 +170,15 @@ class TerminalApprover:
         if fd >= 0 and os.name == "posix":
             import select
 
-            ready, _, _ = select.select([fd], [], [], timeout)
-            if not ready:
-                return None
-            return self.input.readline()
+            token = current_token()  # the run asking; once it is cancelled, nobody may answer this prompt
+            deadline = _monotonic() + timeout
+            while True:
+                left = deadline - _monotonic()
+                if left <= 0 or (token is not None and token.cancelled):
+                    return None
+                ready, _, _ = select.select([fd], [], [], min(left, 0.1))
+                if ready:
+                    return self.input.readline()
         box: list[str] = []
         thread = threading.Thread(target=lambda: box.append(self.input.readline()), daemon=True)
         thread.start()
@@ -432,13 +440,16 @@ class ApprovalGate:
         """True when the action may go ahead; ``approver`` (the call's own) asks instead of the gate's."""
         if hardline:
             return False
+        token = current_token()  # the agent turn asking: once it is cancelled, every answer is no
+        if token is not None and token.cancelled:
+            return False
         if self.store.is_granted(request):
             return True
         try:
             answer = _coerce_answer((approver if approver is not None else self.approver).approve(request))
         except Exception:
             return False
-        if answer == "deny":
+        if answer == "deny" or (token is not None and token.cancelled):
             return False
         try:
             self.store.grant(request, answer)

@@ -2,8 +2,14 @@
 
 It speaks both wire formats: ``POST /v1/chat/completions`` (OpenAI-compatible) and ``POST /v1/messages``
 (Anthropic), each streaming (server-sent events over chunked transfer encoding) or as one JSON answer, as the
-request asks. What it answers comes from a script: a list of ``Reply`` (one per request, in order) or a
-function of the ``Request`` (for concurrent requests, whose order is not fixed).
+request asks. Answers are built from the official SDKs' own response classes (``openai.types.chat``,
+``anthropic.types``) and requests are checked as strictly as the real APIs check them (``sdk_wire``): an invalid
+request gets the provider's 400, lands in ``llm.invalid`` and fails the test when the ``with`` block ends. Like the real APIs, an OpenAI stream carries its
+usage only when asked (``stream_options.include_usage``), and Anthropic refuses a thinking-enabled request whose
+tool-use turn does not start with the thinking blocks it sent, unchanged.
+
+What it answers comes from a script: a list of ``Reply`` (one per request, in order) or a function of the
+``Request`` (for concurrent requests, whose order is not fixed).
 
 ```python
 with ScriptedLLM([calls(call("read_file", {"path": "a.txt"})), say("done")]) as llm:
@@ -23,22 +29,44 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import anthropic.types as at
+from openai.types import CompletionUsage
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.chat import chat_completion as cc
+from openai.types.chat import chat_completion_chunk as ck
+from sdk_wire import request_problems
+
 ToolCallSpec = tuple[str, Any, str | None]
 
 
 @dataclass
 class Reply:
-    """One scripted answer: text, tool calls, or an HTTP error (``status`` >= 400)."""
+    """One scripted answer: text, tool calls, thinking, a refusal, or an error.
+
+    ``status`` >= 400 answers with an error: ``body`` as given (a provider's real error body), else a generic
+    one with ``error`` as its message. In a stream, ``error_at`` sends ``stream_error`` (an error event) after
+    that many events, and ``cut_at`` ends the connection after that many, without the stream's end.
+    """
 
     text: str = ""
     tool_calls: list[ToolCallSpec] = field(default_factory=list)
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     error: str = "scripted failure"
+    body: dict[str, Any] | None = None
     chunk_delay: float = 0.0  # seconds to wait after each streamed event...
     delay_from: int = 0  # ...counting from this event on
-    stop: str | None = None
+    stop: str | None = None  # the provider's own stop/finish reason (default: from the content)
     pieces: int = 3
+    thinking: tuple[str, ...] = ()  # Anthropic thinking blocks (the server signs them)
+    redacted: tuple[str, ...] = ()  # Anthropic redacted_thinking blocks (their data)
+    reasoning: str = ""  # reasoning_content of an OpenAI-compatible server
+    refusal: str = ""  # OpenAI: message.refusal; Anthropic: stop_reason "refusal" after ``text``
+    usage: tuple[int, int] | None = None  # (input, output) tokens
+    error_at: int | None = None
+    stream_error: dict[str, Any] | None = None
+    cut_at: int | None = None
+    wait: float = 0.0  # seconds of silence before the answer's headers (a server still reading the prompt)
 
 
 def say(text: str, **options: Any) -> Reply:
@@ -54,18 +82,24 @@ def calls(*tool_calls: ToolCallSpec, text: str = "", **options: Any) -> Reply:
     return Reply(text=text, tool_calls=list(tool_calls), **options)
 
 
-def status(code: int, message: str = "scripted failure", headers: dict[str, str] | None = None) -> Reply:
-    return Reply(status=code, error=message, headers=dict(headers or {}))
+def status(
+    code: int,
+    message: str = "scripted failure",
+    headers: dict[str, str] | None = None,
+    body: dict[str, Any] | None = None,
+) -> Reply:
+    return Reply(status=code, error=message, headers=dict(headers or {}), body=body)
 
 
 @dataclass
 class Request:
-    """One request the server received."""
+    """One request the server received (``problems``: what made it invalid, empty when it was valid)."""
 
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
     client_port: int = 0  # the same port twice means the client reused its connection
+    problems: list[str] = field(default_factory=list)
 
     @property
     def anthropic(self) -> bool:
@@ -130,14 +164,26 @@ def _arguments(value: Any) -> str:
 
 
 class ScriptedLLM:
-    """The server. ``openai_url`` / ``anthropic_url`` are the base URLs to configure; ``requests`` what came in."""
+    """The server. ``openai_url`` / ``anthropic_url`` are the base URLs to configure; ``requests`` what came in,
+    ``invalid`` the requests it refused as the real API would."""
 
-    def __init__(self, script: list[Reply] | Callable[[Request], Reply]) -> None:
+    def __init__(
+        self,
+        script: list[Reply] | Callable[[Request], Reply],
+        *,
+        strict: bool = True,
+        expect_valid: bool = True,
+    ) -> None:
         self._script = script
         self._lock = threading.Lock()
+        self.strict = strict
+        self.expect_valid = expect_valid  # an invalid request fails the test when the block ends
         self.requests: list[Request] = []
+        self.invalid: list[Request] = []
+        self.signatures: dict[str, str] = {}  # signature -> the thinking it signs (what this server sent)
+        self.redactions: set[str] = set()
         handler = type("Handler", (_Handler,), {"llm": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _Server(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         self.openai_url = f"http://127.0.0.1:{self.port}/v1"
@@ -148,13 +194,52 @@ class ScriptedLLM:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+        if kind is None and self.invalid and self.expect_valid:
+            problems = [p for r in self.invalid for p in r.problems]
+            raise AssertionError(f"{len(self.invalid)} request(s) the real API would refuse: {problems}")
+
+    def check(self, request: Request) -> list[str]:
+        """What the real API would refuse in ``request`` (empty: nothing)."""
+        found = request_problems(request.body, anthropic=request.anthropic)
+        if request.anthropic and (request.body.get("thinking") or {}).get("type") in ("enabled", "adaptive"):
+            found += self._thinking_problems(request.messages)
+        return found
+
+    def _thinking_problems(self, messages: list[dict[str, Any]]) -> list[str]:
+        found = []
+        for i, msg in enumerate(messages):
+            content = msg.get("content")
+            if msg.get("role") != "assistant" or not isinstance(content, list):
+                continue
+            for j, block in enumerate(content):
+                kind = block.get("type")
+                if kind == "thinking" and self.signatures.get(block.get("signature", "")) != block.get(
+                    "thinking"
+                ):
+                    found.append(f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block")
+                elif kind == "redacted_thinking" and block.get("data") not in self.redactions:
+                    found.append(f"messages.{i}.content.{j}: Invalid `data` in `redacted_thinking` block")
+        last = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
+        content = last.get("content") if last else None
+        if isinstance(content, list) and any(b.get("type") == "tool_use" for b in content):
+            first = content[0].get("type")
+            if first not in ("thinking", "redacted_thinking"):
+                found.append(
+                    f"messages.{messages.index(last)}.content.0.type: Expected `thinking` or `redacted_thinking`, "
+                    f"but found `{first}`. When `thinking` is enabled, a final `assistant` message must start "
+                    "with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks)."
+                )
+        return found
 
     def next_reply(self, request: Request) -> Reply:
         with self._lock:
             self.requests.append(request)
+            if request.problems:
+                self.invalid.append(request)
+                return status(400, "; ".join(request.problems))
             if callable(self._script):
                 script = self._script
             elif self._script:
@@ -162,6 +247,25 @@ class ScriptedLLM:
             else:
                 return status(500, "the script is exhausted: the test expected fewer requests")
         return script(request)
+
+    def sign(self, thinking: str) -> str:
+        signature = "sig-" + uuid.uuid4().hex
+        with self._lock:
+            self.signatures[signature] = thinking
+        return signature
+
+    def redact(self, data: str) -> str:
+        with self._lock:
+            self.redactions.add(data)
+        return data
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that hung up (a cancel) is normal
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -178,19 +282,19 @@ class _Handler(BaseHTTPRequestHandler):
         request = Request(
             self.path, {k.lower(): v for k, v in self.headers.items()}, body, self.client_address[1]
         )
+        if self.llm.strict:
+            request.problems = self.llm.check(request)
         reply = self.llm.next_reply(request)
+        if reply.wait:
+            time.sleep(reply.wait)
         if reply.status >= 400:
-            if request.anthropic:
-                payload = {"type": "error", "error": {"type": "api_error", "message": reply.error}}
-            else:
-                payload = {"error": {"message": reply.error, "type": "server_error"}}
-            self._send_json(payload, reply.status, reply.headers)
+            self._send_json(reply.body or _error_body(request, reply), reply.status, reply.headers)
             return
         if request.anthropic:
             if request.stream:
-                self._send_events(_anthropic_events(reply, body), reply, named=True)
+                self._send_events(_anthropic_events(reply, body, self.llm), reply, named=True)
             else:
-                self._send_json(_anthropic_json(reply, body))
+                self._send_json(_anthropic_json(reply, body, self.llm))
         elif request.stream:
             self._send_events(_openai_chunks(reply, body), reply, named=False)
         else:
@@ -213,11 +317,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         try:
             for number, (name, data) in enumerate(events):
-                text = data if isinstance(data, str) else json.dumps(data)
-                frame = (f"event: {name}\n" if named else "") + f"data: {text}\n\n"
-                raw = frame.encode()
-                self.wfile.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
-                self.wfile.flush()
+                if reply.cut_at is not None and number >= reply.cut_at:
+                    self.close_connection = True  # no end of the stream: the connection just ends
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                    return
+                if reply.error_at is not None and number == reply.error_at:
+                    name, data = "error", reply.stream_error or {}
+                self._frame(name, data, named)
+                if name == "error":
+                    break
                 if reply.chunk_delay and number >= reply.delay_from:
                     time.sleep(reply.chunk_delay)
             self.wfile.write(b"0\r\n\r\n")
@@ -225,117 +334,204 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
+    def _frame(self, name: str, data: Any, named: bool) -> None:
+        text = data if isinstance(data, str) else json.dumps(data)
+        raw = ((f"event: {name}\n" if named else "") + f"data: {text}\n\n").encode()
+        self.wfile.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
+        self.wfile.flush()
+
+
+def _error_body(request: Request, reply: Reply) -> dict[str, Any]:
+    if request.anthropic:
+        kind = "invalid_request_error" if reply.status == 400 else "api_error"
+        return at.ErrorResponse(
+            type="error",
+            error={"type": kind, "message": reply.error},
+            request_id="req_scripted",
+        ).model_dump(mode="json", exclude_unset=True)
+    kind = "invalid_request_error" if reply.status < 500 else "server_error"
+    return {"error": {"message": reply.error, "type": kind, "param": None, "code": None}}
+
 
 def _finish(reply: Reply) -> str:
     return reply.stop or ("tool_calls" if reply.tool_calls else "stop")
 
 
+def _call_id(cid: str | None, prefix: str) -> str:
+    return cid or f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
 def _openai_json(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
-    if reply.tool_calls:
-        message["tool_calls"] = [
+    prompt, completion = reply.usage or (11, 7)
+    message = cc.ChatCompletionMessage(
+        role="assistant",
+        content=reply.text or None,
+        refusal=reply.refusal or None,
+        tool_calls=[
             {
-                "id": cid or f"call_{uuid.uuid4().hex[:8]}",
+                "id": _call_id(cid, "call"),
                 "type": "function",
                 "function": {"name": name, "arguments": _arguments(args)},
             }
             for name, args, cid in reply.tool_calls
         ]
-    return {
-        "id": "chatcmpl-test",
-        "object": "chat.completion",
-        "model": body.get("model"),
-        "choices": [{"index": 0, "message": message, "finish_reason": _finish(reply)}],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
-    }
+        or None,
+    )
+    data = ChatCompletion(
+        id="chatcmpl-test",
+        object="chat.completion",
+        created=int(time.time()),
+        model=str(body.get("model")),
+        choices=[cc.Choice(index=0, message=message, finish_reason=_finish(reply), logprobs=None)],  # type: ignore[arg-type]
+        usage=CompletionUsage(
+            prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
+        ),
+    ).model_dump(mode="json", exclude_unset=True)
+    if reply.reasoning:  # not in OpenAI's own types: what DeepSeek, vLLM and llama.cpp add
+        data["choices"][0]["message"]["reasoning_content"] = reply.reasoning
+    return data
 
 
 def _openai_chunks(reply: Reply, body: dict[str, Any]) -> Iterator[tuple[str, Any]]:
-    base = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "model": body.get("model")}
+    model = str(body.get("model"))
+    created = int(time.time())
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> tuple[str, Any]:
-        return "message", {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> tuple[str, Any]:
+        data = ChatCompletionChunk(
+            id="chatcmpl-test",
+            object="chat.completion.chunk",
+            created=created,
+            model=model,
+            choices=[ck.Choice(index=0, delta=ck.ChoiceDelta(**delta), finish_reason=finish)],  # type: ignore[arg-type]
+        ).model_dump(mode="json", exclude_unset=True)
+        data["choices"][0]["delta"].update(extra)
+        return "message", data
 
     yield chunk({"role": "assistant", "content": ""})
+    for piece in _pieces(reply.reasoning, 2):
+        yield chunk({}, reasoning_content=piece)
     for piece in _pieces(reply.text, reply.pieces):
         yield chunk({"content": piece})
+    for piece in _pieces(reply.refusal, 2):
+        yield chunk({"refusal": piece})
     for index, (name, args, cid) in enumerate(reply.tool_calls):
         text = _arguments(args)
-        head = {"index": index, "id": cid or f"call_{uuid.uuid4().hex[:8]}", "type": "function"}
+        head = {"index": index, "id": _call_id(cid, "call"), "type": "function"}
         yield chunk({"tool_calls": [{**head, "function": {"name": name, "arguments": ""}}]})
         for piece in _pieces(text, 3):
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield chunk({}, _finish(reply))
-    yield "message", {**base, "choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 7}}
+    if (body.get("stream_options") or {}).get("include_usage"):  # as OpenAI: usage only when asked for
+        prompt, completion = reply.usage or (11, 7)
+        usage = ChatCompletionChunk(
+            id="chatcmpl-test",
+            object="chat.completion.chunk",
+            created=created,
+            model=model,
+            choices=[],
+            usage=CompletionUsage(
+                prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
+            ),
+        )
+        yield "message", usage.model_dump(mode="json", exclude_unset=True)
     yield "message", "[DONE]"
 
 
 _ANTHROPIC_STOP = {"tool_calls": "tool_use", "stop": "end_turn", "length": "max_tokens"}
 
 
-def _anthropic_json(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
-    content: list[dict[str, Any]] = []
-    if reply.text:
-        content.append({"type": "text", "text": reply.text})
-    for name, args, cid in reply.tool_calls:
-        value = args if isinstance(args, dict) else json.loads(args)
-        content.append(
-            {"type": "tool_use", "id": cid or f"toolu_{uuid.uuid4().hex[:8]}", "name": name, "input": value}
-        )
-    return {
-        "id": "msg_test",
-        "type": "message",
-        "role": "assistant",
-        "model": body.get("model"),
-        "content": content,
-        "stop_reason": _ANTHROPIC_STOP.get(_finish(reply), _finish(reply)),
-        "usage": {"input_tokens": 13, "output_tokens": 5},
-    }
+def _anthropic_stop(reply: Reply) -> str:
+    if reply.refusal:
+        return "refusal"
+    return _ANTHROPIC_STOP.get(_finish(reply), _finish(reply))
 
 
-def _anthropic_events(reply: Reply, body: dict[str, Any]) -> Iterator[tuple[str, Any]]:
-    yield (
-        "message_start",
-        {
-            "type": "message_start",
-            "message": {
-                "id": "msg_test",
-                "model": body.get("model"),
-                "usage": {"input_tokens": 13, "output_tokens": 1},
-            },
-        },
-    )
-    index = 0
+def _tool_input(args: Any) -> dict[str, Any]:
+    if isinstance(args, dict):
+        return args
+    try:
+        value = json.loads(args)
+    except ValueError:
+        return {}  # malformed on purpose: a stream sends the text as it is (see _raw_input)
+    return value if isinstance(value, dict) else {}
+
+
+def _anthropic_blocks(reply: Reply, llm: ScriptedLLM) -> list[Any]:
+    blocks: list[Any] = [
+        at.ThinkingBlock(type="thinking", thinking=t, signature=llm.sign(t)) for t in reply.thinking
+    ]
+    blocks += [at.RedactedThinkingBlock(type="redacted_thinking", data=llm.redact(d)) for d in reply.redacted]
     if reply.text:
-        yield (
-            "content_block_start",
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        )
-        yield "ping", {"type": "ping"}
-        for piece in _pieces(reply.text, reply.pieces):
-            yield (
-                "content_block_delta",
-                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
-            )
-        yield "content_block_stop", {"type": "content_block_stop", "index": 0}
-        index = 1
+        blocks.append(at.TextBlock(type="text", text=reply.text))
     for name, args, cid in reply.tool_calls:
-        block = {"type": "tool_use", "id": cid or f"toolu_{uuid.uuid4().hex[:8]}", "name": name, "input": {}}
-        yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": block}
-        for piece in _pieces(_arguments(args), 3):
-            yield (
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": index,
-                    "delta": {"type": "input_json_delta", "partial_json": piece},
-                },
-            )
-        yield "content_block_stop", {"type": "content_block_stop", "index": index}
-        index += 1
-    stop = _ANTHROPIC_STOP.get(_finish(reply), _finish(reply))
-    yield (
-        "message_delta",
-        {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 5}},
+        block = at.ToolUseBlock(
+            type="tool_use", id=_call_id(cid, "toolu"), name=name, input=_tool_input(args)
+        )
+        blocks.append((block, _arguments(args)))
+    return blocks
+
+
+def _anthropic_json(reply: Reply, body: dict[str, Any], llm: ScriptedLLM) -> dict[str, Any]:
+    prompt, completion = reply.usage or (13, 5)
+    return at.Message(
+        id="msg_test",
+        type="message",
+        role="assistant",
+        model=str(body.get("model")),
+        content=[b[0] if isinstance(b, tuple) else b for b in _anthropic_blocks(reply, llm)],
+        stop_reason=_anthropic_stop(reply),  # type: ignore[arg-type]
+        stop_sequence=None,
+        usage=at.Usage(input_tokens=prompt, output_tokens=completion),
+    ).model_dump(mode="json", exclude_unset=True)
+
+
+def _dump(event: Any) -> tuple[str, Any]:
+    data = event.model_dump(mode="json", exclude_unset=True)
+    return data["type"], data
+
+
+def _anthropic_events(reply: Reply, body: dict[str, Any], llm: ScriptedLLM) -> Iterator[tuple[str, Any]]:
+    prompt, completion = reply.usage or (13, 5)
+    start = at.Message(
+        id="msg_test",
+        type="message",
+        role="assistant",
+        model=str(body.get("model")),
+        content=[],
+        stop_reason=None,
+        stop_sequence=None,
+        usage=at.Usage(input_tokens=prompt, output_tokens=1),
     )
-    yield "message_stop", {"type": "message_stop"}
+    yield _dump(at.RawMessageStartEvent(type="message_start", message=start))
+    for index, item in enumerate(_anthropic_blocks(reply, llm)):
+        block, raw = item if isinstance(item, tuple) else (item, "")
+        if isinstance(block, at.ThinkingBlock):
+            empty: Any = at.ThinkingBlock(type="thinking", thinking="", signature="")
+            deltas: list[Any] = [
+                at.ThinkingDelta(type="thinking_delta", thinking=p) for p in _pieces(block.thinking, 2)
+            ]
+            deltas.append(at.SignatureDelta(type="signature_delta", signature=block.signature))
+        elif isinstance(block, at.TextBlock):
+            empty = at.TextBlock(type="text", text="")
+            deltas = [at.TextDelta(type="text_delta", text=p) for p in _pieces(block.text, reply.pieces)]
+        elif isinstance(block, at.ToolUseBlock):
+            empty = at.ToolUseBlock(type="tool_use", id=block.id, name=block.name, input={})
+            deltas = [at.InputJSONDelta(type="input_json_delta", partial_json=p) for p in _pieces(raw, 3)]
+        else:  # redacted thinking arrives whole
+            empty, deltas = block, []
+        yield _dump(
+            at.RawContentBlockStartEvent(type="content_block_start", index=index, content_block=empty)
+        )
+        if isinstance(block, at.TextBlock):
+            yield "ping", {"type": "ping"}
+        for delta in deltas:
+            yield _dump(at.RawContentBlockDeltaEvent(type="content_block_delta", index=index, delta=delta))
+        yield _dump(at.RawContentBlockStopEvent(type="content_block_stop", index=index))
+    yield _dump(
+        at.RawMessageDeltaEvent(
+            type="message_delta",
+            delta={"stop_reason": _anthropic_stop(reply), "stop_sequence": None},  # type: ignore[arg-type]
+            usage=at.MessageDeltaUsage(output_tokens=completion),
+        )
+    )
+    yield _dump(at.RawMessageStopEvent(type="message_stop"))

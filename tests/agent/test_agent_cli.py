@@ -23,6 +23,7 @@ from click.testing import CliRunner, Result
 from scripted_llm import Reply, Request, ScriptedLLM, call, calls, say, status
 
 from hermes_core.cli import cli
+from hermes_core.testing import processes_gone, processes_with_arg, sleep_marker
 
 HERMES = Path(sys.executable).with_name("hermes")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
@@ -316,3 +317,162 @@ def test_chat_on_a_terminal_streams_asks_for_approval_and_ctrl_c_stops_one_turn(
     stopped = llm.requests[-1].messages
     interrupted = [m for m in stopped if m["role"] == "assistant" and "blah" in str(m.get("content"))]
     assert len(interrupted) == 1 and len(interrupted[0]["content"]) < len("blah " * 400)
+
+
+# -- outcomes, interruption and slash commands ---------------------------------------------------------------
+
+
+def test_run_exit_codes_for_refusal_truncation_and_the_content_filter(home: Path) -> None:
+    cases = [
+        (Reply(refusal="I can't help with that."), 4, "declined"),
+        (say("Part of an answ", stop="length"), 5, "output limit"),
+        (say("Part", stop="content_filter"), 6, "content filter"),
+    ]
+    for reply, code, words in cases:
+        with ScriptedLLM([reply, reply]) as llm:
+            configure(home, llm)
+            plain = hermes("run", "x")
+            as_json = hermes("run", "--json", "--quiet", "x")
+        assert plain.exit_code == code and words in plain.stderr, (code, plain.output)
+        data = json.loads(as_json.stdout)
+        assert as_json.exit_code == code and data["stop_reason"] in ("refusal", "length", "content_filter")
+        assert words in data["error"]
+
+
+def test_run_json_on_sigint_prints_the_partial_outcome(home: Path) -> None:
+    slow = say("word " * 200, pieces=200, chunk_delay=0.03)
+    with ScriptedLLM([slow]) as llm:
+        configure(home, llm)
+        proc = subprocess.Popen(
+            [str(HERMES), "run", "--json", "--quiet", "talk for a while"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ),
+        )
+        deadline = time.monotonic() + 30
+        while not llm.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.6)  # some of the answer has streamed in
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - sent
+    assert proc.returncode == 130, err
+    data = json.loads(out)
+    assert data["stop_reason"] == "cancelled" and 0 < len(data["text"]) < len("word " * 200)
+    assert data["session_id"].startswith("run-") and took < 3.0
+
+
+def test_chat_slash_commands_are_handled_here_and_never_sent(home: Path) -> None:
+    with ScriptedLLM([say("about hosts", usage=(40, 8))]) as llm:
+        configure(home, llm)
+        typed = "/help\n/tools\n/model\n/bogus stuff\n//etc/hosts lists what?\n/usage\n/quit\nnever read\n"
+        result = hermes("chat", input=typed)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "/model [NAME]" in out and "/usage" in out  # /help
+    assert "tools:" in out and "read_file" in out  # /tools
+    assert "model test (scripted-openai); configured: test" in out  # /model
+    assert "unknown command /bogus" in out
+    assert "this conversation: 40 tokens in, 8 out" in out and "· 40 tokens in, 8 out" in out
+    assert [r.user_texts() for r in llm.requests] == [["/etc/hosts lists what?"]]
+
+
+def test_chat_model_switches_models_and_keeps_the_conversation(home: Path) -> None:
+    with ScriptedLLM([say("from the first"), say("from the second")]) as llm:
+        doc = {
+            "models": {"default": "first", "first": model_table(llm), "second": model_table(llm, model="m2")}
+        }
+        (home / "config.toml").write_text(tomlkit.dumps(doc), "utf-8")
+        result = hermes("chat", input="hello\n/model second\nand you?\n/model nope\n")
+    assert result.exit_code == 0
+    assert "(now talking to second: m2; the conversation goes on)" in result.stdout
+    assert "unknown model 'nope'" in result.stdout
+    assert [r.body["model"] for r in llm.requests] == ["scripted-openai", "m2"]
+    assert llm.requests[1].user_texts() == ["hello", "and you?"]
+
+
+def test_chat_shows_a_refusal(home: Path) -> None:
+    with ScriptedLLM([Reply(refusal="I won't do that.")]) as llm:
+        configure(home, llm)
+        result = hermes("chat", input="do it\n")
+    assert "(the model refused: I won't do that.)" in result.stdout
+
+
+def test_ctrl_c_at_a_sub_agents_approval_stops_everything_and_no_key_answers_it_later(
+    home: Path, workspace: Path, terminal: Any
+) -> None:
+    waits = [sleep_marker(), sleep_marker()]
+    push = "touch pushed.txt && git push --force origin main"
+
+    def model(request: Request) -> Reply:
+        if "You are a sub-agent" in request.system_text():
+            if request.tool_results():
+                return say("sub-agent done")
+            goal = request.user_texts()[0]
+            if "push" in goal:
+                return calls(call("terminal", {"command": push}))
+            marker = next(m for m in waits if m in goal)
+            return calls(call("terminal", {"command": f"sleep {marker}", "timeout": 120}))
+        last = request.user_texts()[-1]
+        if last == "delegate" and not request.tool_results():
+            tasks = [{"goal": f"wait: sleep {m}"} for m in waits] + [{"goal": "push the branch"}]
+            return calls(call("delegate_task", {"tasks": tasks}))
+        return say(f"You said: {last}")
+
+    with ScriptedLLM(model) as llm:
+        configure(home, llm)
+        term = terminal("chat")
+        term.expect("you> ")
+        term.send("delegate\n")
+        term.expect("Approval needed")
+        term.expect("Allow? [o]nce / [s]ession / [a]lways / [d]eny: ")
+        deadline = time.monotonic() + 20
+        while not all(processes_with_arg(m) for m in waits) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pids = [pid for m in waits for pid in processes_with_arg(m)]
+        assert len(pids) >= 2, term.output
+        term.send("\x03")  # Ctrl-C at the sub-agent's approval prompt
+        stopped = time.monotonic()
+        term.expect("(turn stopped)")
+        left = max(0.0, 1.0 - (time.monotonic() - stopped))
+        assert all(processes_gone(m, left) for m in waits), "a sub-agent's sleep outlived the Ctrl-C"
+        assert not set(pids) & {pid for m in waits for pid in processes_with_arg(m)}  # by pid, too
+        term.expect("you> ")
+        term.send("o\n")  # the key that used to answer the old prompt now goes to the chat
+        term.expect("You said: o")
+        term.expect("you> ")
+        time.sleep(0.5)
+        term.send("\x04")
+        assert term.wait() == 0
+    assert not (workspace / "pushed.txt").exists(), "the cancelled command ran"
+    assert "✗ delegate_task error: Stopped" in term.output and "\n(turn stopped)" in term.output
+
+
+def test_keys_typed_before_an_approval_prompt_never_answer_it(
+    home: Path, workspace: Path, terminal: Any
+) -> None:
+    push = "touch pushed.txt && git push --force origin main"
+
+    def model(request: Request) -> Reply:
+        if not request.tool_results():
+            return calls(call("terminal", {"command": push}), wait=0.5)  # the prompt comes a moment later
+        return say("Understood, not pushing.")
+
+    with ScriptedLLM(model) as llm:
+        configure(home, llm)
+        term = terminal("chat")
+        term.expect("you> ")
+        term.send("push it\n")
+        term.send("o\n")  # typed ahead, before any prompt is on the screen
+        term.expect("Allow? [o]nce / [s]ession / [a]lways / [d]eny: ")
+        time.sleep(0.5)
+        term.read(0.2)
+        assert "terminal" not in term.output[term.seen :], "a key typed ahead answered the prompt"
+        term.send("d\n")
+        term.expect("✗ terminal denied")
+        term.expect("Understood, not pushing.")
+        term.send("\x04")
+        assert term.wait() == 0
+    assert not (workspace / "pushed.txt").exists()

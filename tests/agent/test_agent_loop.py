@@ -68,7 +68,7 @@ def test_multi_step_tool_use(make_system: MakeSystem, workspace: Path, provider:
     with ScriptedLLM(script) as llm:
         system = make_system(models={"test": model_table(llm, provider, stream)})
         result = Agent(system, on_event=events.append).run("Note the answer, then read it back.")
-    assert result.stop_reason == "done" and result.ok
+    assert result.stop_reason == "done" and result.ok, result.error
     assert result.text == "The file says the answer is 42."
     assert result.turns == 3
     assert [(o.name, o.status) for o in result.tool_calls] == [("write_file", "ok"), ("read_file", "ok")]

@@ -4,6 +4,7 @@ scripted model server."""
 from __future__ import annotations
 
 import threading
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 from agent_support import MakeSystem, model_table
 from scripted_llm import Reply, Request, ScriptedLLM, call, calls, say, status
 
-from hermes_core.agent import Agent, AgentEvent, TextDelta, run_agent
+from hermes_core.agent import Agent, AgentEvent, AgentFinished, TextDelta, run_agent
 
 
 def is_subagent(request: Request) -> bool:
@@ -186,18 +187,25 @@ def test_cancelling_the_parent_cancels_its_sub_agents(make_system: MakeSystem) -
         return calls(call("delegate_task", {"goal": "think for a long time"}))
 
     holder: list[Agent] = []
+    finished: list[AgentFinished] = []
 
     def on_event(event: AgentEvent) -> None:
         if isinstance(event, TextDelta) and event.depth == 1:
             holder[0].cancel()
+        if isinstance(event, AgentFinished) and event.depth == 1:
+            finished.append(event)
 
     with ScriptedLLM(model) as llm:
         system = make_system(models={"test": model_table(llm)})
         parent = Agent(system, on_event=on_event)
         holder.append(parent)
+        started = time.monotonic()
         result = parent.run("delegate")
-    assert result.stop_reason == "cancelled"
-    assert "status: cancelled before it finished" in result.tool_calls[0].result
+        took = time.monotonic() - started
+    assert result.stop_reason == "cancelled" and took < 2.0  # the sub-agent's stream had 5 s left
+    outcome = result.tool_calls[0]
+    assert outcome.error_kind == "cancelled" and "cancelled" in outcome.result
+    assert [e.result.stop_reason for e in finished] == ["cancelled"]  # the sub-agent stopped too
     assert len(llm.requests) == 2  # the parent did not ask the model again
 
 

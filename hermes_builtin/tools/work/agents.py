@@ -271,7 +271,7 @@ def _report(number: int, task: dict[str, Any], result: AgentResult | BaseExcepti
         "max_turns": f"stopped: its budget of {budget} turns ran out ({calls} tool call(s)); the report may be partial",
         "cancelled": "cancelled before it finished",
         "error": f"failed: {result.error}",
-    }[result.stop_reason]
+    }.get(result.stop_reason, f"stopped ({result.stop_reason}): {result.error}")
     text = result.text.strip() or "(no report)"
     return f"## Task {number}: {goal}\nstatus: {status} · session {result.session_id}\n\n{text}"
 
