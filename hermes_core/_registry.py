@@ -16,11 +16,12 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
 __all__ = [
+    "FIELDS",
     "InvalidSchemaError",
     "Provenance",
     "RegistrationError",
@@ -43,6 +44,10 @@ SchemaCheck = Callable[[str, Mapping[str, Any]], None]
 Arbiter = Callable[["ToolEntry", "ToolEntry", bool], "str | None"]
 """``arbiter(existing, new, replace)`` decides a clash between two plugins: "replace", "keep" or None (the
 default rules); it raises a ``RegistrationError`` to refuse the new entry."""
+RefusalHandler = Callable[["ToolEntry", "RegistrationError"], bool]
+"""``on_refusal(entry, error)`` is told of a refused registration (a name clash, a schema the checker refused);
+True means it took note of it and the registration ends quietly (``register`` returns the entry, unregistered),
+False that the error is raised."""
 
 
 class RegistrationError(ValueError):
@@ -58,8 +63,8 @@ class ToolNameConflict(RegistrationError):
         self.toolset = toolset
         super().__init__(
             f"tool {name!r} from toolset {toolset!r} clashes with the tool of the same name from toolset "
-            f"{existing.toolset!r} (registered by {existing.plugin or 'unknown plugin'}); "
-            "rename one, or pass replace=True to replace it on purpose"
+            f"{existing.toolset!r} (registered by {existing.plugin or 'unknown plugin'}); rename one of them, or "
+            "replace it on purpose: replace=True in code, or [tools] override in the config"
         )
 
 
@@ -144,96 +149,53 @@ def _is_mcp(toolset: str) -> bool:
     return toolset.startswith("mcp-")
 
 
+@dataclass(kw_only=True, slots=True, eq=False, repr=False)
 class ToolEntry:
-    """One registered tool. Treat it as read-only; register again with ``replace=True`` to change it."""
+    """One registered tool: these fields are what ``register(...)`` takes (keywords only).
 
-    __slots__ = (
-        "_runtime",
-        "annotations",
-        "check_fn",
-        "description",
-        "distribution",
-        "dynamic_schema_overrides",
-        "emoji",
-        "handler",
-        "handler_style",
-        "is_async",
-        "max_result_size_chars",
-        "name",
-        "parallel_safe",
-        "plugin",
-        "requires_env",
-        "schema",
-        "source",
-        "timeout",
-        "toolset",
-        "version",
-    )
+    Treat an entry as read-only; register again with ``replace=True`` to change a tool. Its provenance
+    (``plugin``, ``distribution``, ``version``, ``source``) is set by the registry from the plugin being loaded,
+    never by the caller.
+    """
 
     name: str
     toolset: str
     schema: dict[str, Any]
     handler: Callable[..., Any]
-    handler_style: str | None
-    check_fn: Callable[..., Any] | None
-    requires_env: tuple[str, ...]
-    is_async: bool
-    description: str
-    emoji: str
-    max_result_size_chars: int | None
-    dynamic_schema_overrides: Callable[..., Mapping[str, Any] | None] | None
-    parallel_safe: bool
-    timeout: float | None
-    plugin: str | None
-    distribution: str | None
-    version: str | None
-    source: str | None
-    annotations: Mapping[str, Any] | None
-    _runtime: Any
+    check_fn: Callable[..., Any] | None = None
+    """``check_fn()`` (or ``check_fn(system)``): truthy, ``(ok, reason)`` or ``Unavailable(reason)``."""
+    requires_env: Sequence[str] = ()
+    """Environment variables that must be set for the tool to be available (a tuple once registered)."""
+    is_async: bool | None = None
+    """None: read from the handler (an ``async def`` handler is async)."""
+    description: str = ""
+    """Empty: the schema's ``description``."""
+    emoji: str = ""
+    max_result_size_chars: int | None = None
+    dynamic_schema_overrides: Callable[..., Mapping[str, Any] | None] | None = None
+    parallel_safe: bool = False
+    """Calls may run concurrently with other parallel-safe calls of the same turn."""
+    timeout: float | None = None
+    handler_style: str | None = None
+    """``"kwargs"`` (``handler(**args)``), ``"dict"`` (``handler(args, **kw)``) or None: from the signature."""
+    annotations: Mapping[str, Any] | None = None
+    """MCP-style hints (readOnlyHint, destructiveHint, idempotentHint, openWorldHint, title); None: derived."""
+    plugin: str | None = field(default=None, init=False)
+    distribution: str | None = field(default=None, init=False)
+    version: str | None = field(default=None, init=False)
+    source: str | None = field(default=None, init=False)  # "entry point", "drop-in", "mcp", "api"
+    _runtime: Any = field(default=None, init=False)  # the pipeline's compiled per-tool state (first call)
 
-    def __init__(
-        self,
-        *,
-        name: str,
-        toolset: str,
-        schema: dict[str, Any],
-        handler: Callable[..., Any],
-        check_fn: Callable[..., Any] | None = None,
-        requires_env: Sequence[str] = (),
-        is_async: bool | None = None,
-        description: str | None = None,
-        emoji: str = "",
-        max_result_size_chars: int | None = None,
-        dynamic_schema_overrides: Callable[..., Mapping[str, Any] | None] | None = None,
-        parallel_safe: bool = False,
-        timeout: float | None = None,
-        origin: Provenance = _NO_PROVENANCE,
-        handler_style: str | None = None,
-        annotations: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.name = name
-        self.toolset = toolset
-        self.schema = schema
-        self.handler = handler
-        self.handler_style = handler_style  # "kwargs", "dict" (handler(args, **kw)), None: from the signature
-        self.check_fn = check_fn
-        self.requires_env = (requires_env,) if isinstance(requires_env, str) else tuple(requires_env)
-        if is_async is None:
-            is_async = _is_coroutine_function(handler)
-        self.is_async = bool(is_async)
-        self.description = description if description is not None else str(schema.get("description", ""))
-        self.emoji = emoji
-        self.max_result_size_chars = max_result_size_chars
-        self.dynamic_schema_overrides = dynamic_schema_overrides
-        self.parallel_safe = parallel_safe
-        self.timeout = timeout
-        self.plugin = origin.plugin
-        self.distribution = origin.distribution
-        self.version = origin.version
-        self.source = origin.source
-        # MCP-style hints (readOnlyHint, destructiveHint, idempotentHint, openWorldHint, title); None = derive
-        self.annotations = dict(annotations) if annotations is not None else None
-        self._runtime = None  # the pipeline's compiled per-tool state, built on first call
+    def __post_init__(self) -> None:
+        requires = self.requires_env
+        self.requires_env = (requires,) if isinstance(requires, str) else tuple(requires)
+        self.is_async = bool(_is_coroutine_function(self.handler) if self.is_async is None else self.is_async)
+        if not self.description:
+            self.description = (
+                str(self.schema.get("description", "")) if isinstance(self.schema, dict) else ""
+            )
+        if self.annotations is not None:
+            self.annotations = dict(self.annotations)
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -246,6 +208,11 @@ class ToolEntry:
 
     def __repr__(self) -> str:
         return f"<ToolEntry {self.name!r} toolset={self.toolset!r} plugin={self.plugin!r}>"
+
+
+FIELDS = tuple(f.name for f in fields(ToolEntry) if f.init)
+"""The fields ``register`` takes, besides ``replace``; the first ``POSITIONAL`` may also come by position."""
+POSITIONAL = 11  # name ... dynamic_schema_overrides: the positional order registrations have always had
 
 
 def _check_shape(name: object, toolset: object, schema: object, handler: object) -> None:
@@ -278,82 +245,84 @@ class ToolRegistry:
     def __init__(self, *, schema_checker: SchemaCheck | None = None) -> None:
         self._entries: dict[str, ToolEntry] = {}
         self._lock = threading.RLock()
-        self._generation = 0
+        self.generation = 0  # bumped by every successful register or deregister (read it, never write it)
         self._snapshot: tuple[int, tuple[ToolEntry, ...]] = (0, ())
         self.schema_checker = schema_checker
         self.arbiter: Arbiter | None = None  # decides clashes between plugins (set by the plugin host)
+        # told of refusals while a plugin loads (set by the plugin host: the plugin loses that tool alone)
+        self.on_refusal: RefusalHandler | None = None
 
-    @property
-    def generation(self) -> int:
-        """Bumped by every successful register or deregister."""
-        return self._generation
-
-    def register(
-        self,
-        name: str,
-        toolset: str,
-        schema: dict[str, Any],
-        handler: Callable[..., Any],
-        check_fn: Callable[..., Any] | None = None,
-        requires_env: Sequence[str] = (),
-        is_async: bool | None = None,
-        description: str | None = None,
-        emoji: str = "",
-        max_result_size_chars: int | None = None,
-        dynamic_schema_overrides: Callable[..., Mapping[str, Any] | None] | None = None,
-        *,
-        parallel_safe: bool = False,
-        timeout: float | None = None,
-        replace: bool = False,
-        handler_style: str | None = None,
-        annotations: Mapping[str, Any] | None = None,
-    ) -> ToolEntry:
-        """Register a tool and return its entry.
+    def register(self, *args: Any, replace: bool = False, **fields: Any) -> ToolEntry:
+        """Register a tool and return its entry; ``fields`` are ``ToolEntry``'s (``name``, ``toolset``,
+        ``schema``, ``handler``, ``check_fn``...). The first ones may come by position, in that order
+        (``register(name, toolset, schema, handler)``).
 
         Raises ``ToolNameConflict`` when another toolset owns the name, ``ToolAlreadyRegistered`` when the
         same toolset registers it twice, unless ``replace=True``; tools in ``mcp-*`` toolsets may replace
-        each other. Raises ``InvalidSchemaError`` for a malformed schema. A refused registration changes
-        nothing. When the name belongs to another plugin, the registry's ``arbiter`` (installed by the plugin
-        host) rules first: a first-party built-in keeps its name even against ``replace=True``
-        (``ReservedToolName``) unless the config's ``[tools] override`` says otherwise. ``annotations`` are
-        MCP-style behaviour hints (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``,
-        ``openWorldHint``, ``title``) that ``hermes mcp serve`` publishes; without them a parallel-safe tool
-        counts as read-only and any other tool as possibly destructive. ``handler_style="dict"`` declares a ``handler(args: dict, **kw)`` handler (the reference
-        system's convention); left out, the style is read from the handler's signature.
+        each other. Raises ``InvalidSchemaError`` for a malformed schema or an unknown field. A refused
+        registration changes nothing. When the name belongs to another plugin, the registry's ``arbiter``
+        (installed by the plugin host) rules first: a first-party built-in keeps its name even against
+        ``replace=True`` (``ReservedToolName``) unless the config's ``[tools] override`` says otherwise.
+        ``annotations`` are MCP-style behaviour hints that ``hermes mcp serve`` publishes; without them a
+        parallel-safe tool counts as read-only and any other tool as possibly destructive.
+        ``handler_style="dict"`` declares a ``handler(args: dict, **kw)`` handler (the reference system's
+        convention); left out, the style is read from the handler's signature.
         """
-        _check_shape(name, toolset, schema, handler)
-        if handler_style not in (None, "kwargs", "dict"):
+        if args:
+            if len(args) > POSITIONAL:
+                raise InvalidSchemaError(
+                    f"register takes at most {POSITIONAL} positional fields, got {len(args)}"
+                )
+            twice = [f for f in FIELDS[: len(args)] if f in fields]
+            if twice:
+                raise InvalidSchemaError(f"register got {', '.join(twice)} both by position and by name")
+            fields.update(zip(FIELDS, args, strict=False))
+        name = fields.get("name")
+        unknown = sorted(set(fields) - set(FIELDS))
+        missing = [f for f in ("name", "toolset", "schema", "handler") if f not in fields]
+        if unknown or missing:
+            problem = f"unknown field(s) {unknown}" if unknown else f"missing {', '.join(missing)}"
             raise InvalidSchemaError(
-                f"tool {name!r}: handler_style must be 'kwargs' or 'dict', not {handler_style!r}"
+                f"tool {name!r}: {problem}; register takes {', '.join(FIELDS)} and replace"
             )
-        if max_result_size_chars is not None and (
-            not isinstance(max_result_size_chars, int) or max_result_size_chars <= 0
-        ):
+        _check_shape(name, fields["toolset"], fields["schema"], fields["handler"])
+        assert isinstance(name, str)  # _check_shape refused anything else
+        style = fields.get("handler_style")
+        if style not in (None, "kwargs", "dict"):
+            raise InvalidSchemaError(
+                f"tool {name!r}: handler_style must be 'kwargs' or 'dict', not {style!r}"
+            )
+        limit = fields.get("max_result_size_chars")
+        if limit is not None and (not isinstance(limit, int) or limit <= 0):
             raise InvalidSchemaError(f"tool {name!r}: max_result_size_chars must be a positive int")
-        if self.schema_checker is not None:
-            self.schema_checker(name, schema)
-        entry = ToolEntry(
-            name=name,
-            toolset=toolset,
-            schema=schema,
-            handler=handler,
-            check_fn=check_fn,
-            requires_env=requires_env,
-            is_async=is_async,
-            description=description,
-            emoji=emoji,
-            max_result_size_chars=max_result_size_chars,
-            dynamic_schema_overrides=dynamic_schema_overrides,
-            parallel_safe=parallel_safe,
-            timeout=timeout,
-            origin=_provenance.get(),
-            handler_style=handler_style,
-            annotations=annotations,
+        entry = ToolEntry(**fields)
+        origin = _provenance.get()
+        entry.plugin, entry.distribution, entry.version, entry.source = (
+            origin.plugin,
+            origin.distribution,
+            origin.version,
+            origin.source,
         )
+        if self.schema_checker is not None:
+            try:
+                self.schema_checker(name, fields["schema"])
+            except InvalidSchemaError as err:
+                if self.on_refusal is not None and self.on_refusal(entry, err):
+                    return entry
+                raise
         return self.add(entry, replace=replace)
 
     def add(self, entry: ToolEntry, *, replace: bool = False) -> ToolEntry:
         """Insert a ready-made entry under the same conflict rules as ``register``."""
+        try:
+            return self._add(entry, replace)
+        except RegistrationError as err:
+            if self.on_refusal is not None and self.on_refusal(entry, err):
+                return entry
+            log.error("%s", err)
+            raise
+
+    def _add(self, entry: ToolEntry, replace: bool) -> ToolEntry:
         with self._lock:
             existing = self._entries.get(entry.name)
             if existing is not None and self.arbiter is not None and existing.plugin != entry.plugin:
@@ -365,15 +334,11 @@ class ToolRegistry:
             if existing is not None and not replace:
                 if existing.toolset != entry.toolset:
                     if not (_is_mcp(existing.toolset) and _is_mcp(entry.toolset)):
-                        err: RegistrationError = ToolNameConflict(entry.name, existing, entry.toolset)
-                        log.error("%s", err)
-                        raise err
+                        raise ToolNameConflict(entry.name, existing, entry.toolset)
                 else:
-                    err = ToolAlreadyRegistered(entry.name, entry.toolset)
-                    log.error("%s", err)
-                    raise err
+                    raise ToolAlreadyRegistered(entry.name, entry.toolset)
             self._entries[entry.name] = entry
-            self._generation += 1
+            self.generation += 1
         return entry
 
     def deregister(self, name: str) -> ToolEntry | None:
@@ -381,7 +346,7 @@ class ToolRegistry:
         with self._lock:
             entry = self._entries.pop(name, None)
             if entry is not None:
-                self._generation += 1
+                self.generation += 1
             return entry
 
     def deregister_toolset(self, toolset: str) -> list[ToolEntry]:
@@ -391,7 +356,7 @@ class ToolRegistry:
             for entry in gone:
                 del self._entries[entry.name]
             if gone:
-                self._generation += 1
+                self.generation += 1
             return gone
 
     def get(self, name: str) -> ToolEntry | None:
@@ -413,11 +378,11 @@ class ToolRegistry:
     def entries(self) -> tuple[ToolEntry, ...]:
         """A consistent snapshot of all entries in registration order."""
         gen, snap = self._snapshot
-        if gen == self._generation and (snap or not self._entries):
+        if gen == self.generation and (snap or not self._entries):
             return snap
         with self._lock:
             snap = tuple(self._entries.values())
-            self._snapshot = (self._generation, snap)
+            self._snapshot = (self.generation, snap)
             return snap
 
     def __iter__(self) -> Iterator[ToolEntry]:

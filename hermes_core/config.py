@@ -18,6 +18,8 @@ timeout = 120.0
 timeout = 600
 [plugins]
 blocked = ["hermes-weather"]
+on_failure = "refuse"             # a failed plugin: "refuse" every call, or "continue" without it (or a table
+                                  # per plugin); by default "refuse" for plugins that declare pre_tool_call
 [plugins.ratelimit]               # each plugin's own section, read with CallContext.plugin_config()
 redis_url = { env = "RATELIMIT_REDIS_URL" }   # secrets may point at an env var or a file
 [approvals]                       # see hermes_core.security: policy and the "always" allowlist
@@ -55,6 +57,8 @@ class ConfigError(ValueError):
 
 _NUM = (int, float)
 _LIST_OF_STR = "list[str]"
+_ON_FAILURE = "on_failure"  # "refuse" | "continue", or a table of plugin names to one of them
+ON_FAILURE_CHOICES = ("refuse", "continue")
 
 # expected shape: a dict is a table with known keys; "*" lets any key through with the given shape.
 _SHAPE: dict[str, Any] = {
@@ -81,7 +85,13 @@ _SHAPE: dict[str, Any] = {
         "max_parallel_calls": int,
         "tools": {"*": {"max_result_chars": int, "timeout": _NUM}},
     },
-    "plugins": {"blocked": _LIST_OF_STR, "load": _LIST_OF_STR, "strict": bool, "*": dict},
+    "plugins": {
+        "blocked": _LIST_OF_STR,
+        "load": _LIST_OF_STR,
+        "strict": bool,
+        "on_failure": _ON_FAILURE,
+        "*": dict,
+    },
     "approvals": dict,
     "mcp": {
         "ready_timeout": _NUM,  # seconds a one-shot CLI command waits for servers to connect
@@ -172,6 +182,8 @@ _SHAPE: dict[str, Any] = {
 def _type_name(shape: Any) -> str:
     if shape == _LIST_OF_STR:
         return "a list of strings"
+    if shape == _ON_FAILURE:
+        return '"refuse" or "continue", or a table of plugin names to one of them'
     if shape is _NUM:
         return "a number"
     if isinstance(shape, dict) or shape is dict:
@@ -197,6 +209,9 @@ def _line_of(text: str, dotted: list[str]) -> int | None:
 def _matches(value: Any, shape: Any) -> bool:
     if shape == _LIST_OF_STR:
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if shape == _ON_FAILURE:
+        values = value.values() if isinstance(value, dict) else [value]
+        return all(v in ON_FAILURE_CHOICES for v in values)
     if shape is _NUM:
         return isinstance(value, _NUM) and not isinstance(value, bool)
     if shape is int:
@@ -280,6 +295,12 @@ class Config:
     @property
     def strict_plugins(self) -> bool:
         return bool(self._get("plugins", "strict", default=False))
+
+    @property
+    def on_failure(self) -> dict[str, str]:
+        """``[plugins] on_failure`` as ``{plugin: "refuse" | "continue"}``; the key ``"*"`` holds a plain value."""
+        value = self._get("plugins", "on_failure", default={})
+        return {"*": value} if isinstance(value, str) else dict(value)
 
     @property
     def max_result_chars(self) -> int:

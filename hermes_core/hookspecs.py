@@ -13,9 +13,9 @@ if TYPE_CHECKING:
     from .context import CallContext
     from .decisions import CallOutcome
     from .environments import Environment
+    from .host import Host
     from .registry import ToolEntry, ToolRegistry
     from .selection.ranking import Ranker, ToolDoc
-    from .system import ToolSystem
 
 PROJECT = "hermes"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -31,6 +31,12 @@ def register_tools(registry: ToolRegistry) -> Mapping[str, str] | None:
 @hookspec
 def register_toolsets() -> dict[str, dict[str, Any]] | None:
     """Return composite toolsets: ``{name: {"tools": [...], "includes": [...], "description": "..."}}``."""
+
+
+@hookspec
+def plugin_config_schema() -> dict[str, dict[str, Any]] | None:
+    """Return ``{section: JSON Schema}`` for the ``[plugins.<section>]`` tables this plugin reads: loading and
+    ``hermes plugins doctor`` check the configuration against them."""
 
 
 @hookspec
@@ -67,15 +73,17 @@ def register_environments() -> dict[str, type[Environment]] | None:
 
 
 @hookspec
-def on_agent_message(system: ToolSystem, session_id: str, message: dict[str, Any]) -> None:
-    """Observe each message an agent loop adds to a conversation (user, assistant, tool). Raising is logged."""
+def on_agent_message(system: Host, session_id: str, message: dict[str, Any]) -> None:
+    """Observe each message an agent loop adds to a conversation (user, assistant, tool). Raising is logged.
+
+    ``system`` is the tool system the agent runs on, seen through the ``Host`` protocol."""
 
 
 @hookspec
-def agent_context(system: ToolSystem, session_id: str, tools: frozenset[str]) -> str | None:
+def agent_context(system: Host, session_id: str, tools: frozenset[str]) -> str | None:
     """Text an agent should know from the start, added to its system prompt before each model request.
 
-    ``tools`` names the tools the agent may use in that request. Return a section (a heading and a few lines)
+    ``system`` is the tool system the agent runs on, seen through the ``Host`` protocol; ``tools`` names the tools the agent may use in that request. Return a section (a heading and a few lines)
     or None; return the same text while nothing changed. Raising is logged and the section is left out.
     """
 

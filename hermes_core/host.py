@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from .registry import ToolEntry
     from .selection.deferral import SearchResult
     from .session import Session
-    from .system import ToolSystem
 
 __all__ = ["AskUser", "Host", "SystemHost"]
 
@@ -141,11 +140,12 @@ class Host(Protocol):
 
 
 class SystemHost:
-    """The ``Host`` of one ``ToolSystem``: forwards the protocol's members to it and exposes nothing else."""
+    """The ``Host`` a ``ToolSystem`` hands its tools: forwards the protocol's members to the system (which
+    satisfies ``Host`` itself) and exposes nothing else."""
 
     __slots__ = ("_system",)
 
-    def __init__(self, system: ToolSystem) -> None:
+    def __init__(self, system: Host) -> None:
         self._system = system
 
     def __repr__(self) -> str:

@@ -1,4 +1,4 @@
-"""Where hermes keeps its files: config, data, cache and the drop-in plugin folder.
+"""Where hermes keeps its files: config, data, cache, the drop-in plugin folder and the log file.
 
 ``HERMES_HOME`` relocates all of them together (``$HERMES_HOME/config.toml``, ``data/``, ``cache/``,
 ``plugins/``); otherwise the platform's user directories (platformdirs) are used.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["cache_dir", "config_dir", "config_file", "data_dir", "hermes_home", "plugins_dir"]
+__all__ = ["cache_dir", "config_dir", "config_file", "data_dir", "hermes_home", "log_file", "plugins_dir"]
 
 _APP = "hermes"
 
@@ -58,3 +58,9 @@ def plugins_dir() -> Path:
     if home is not None:
         return home / "plugins"
     return data_dir() / "plugins"
+
+
+def log_file() -> Path:
+    """The ``hermes`` command's log (``<data>/logs/hermes.log``, rotated): what "the details are in the log"
+    refers to, tracebacks included."""
+    return data_dir() / "logs" / "hermes.log"

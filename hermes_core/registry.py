@@ -18,7 +18,6 @@ implementation lives in ``hermes_core._registry``. Like it, this module imports 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ._registry import (
@@ -62,35 +61,9 @@ __all__ = [
 ]
 
 
-def register(
-    name: str,
-    toolset: str,
-    schema: dict[str, Any],
-    handler: Callable[..., Any],
-    check_fn: Callable[..., Any] | None = None,
-    requires_env: Sequence[str] = (),
-    is_async: bool | None = None,
-    description: str | None = None,
-    emoji: str = "",
-    max_result_size_chars: int | None = None,
-    dynamic_schema_overrides: Callable[..., Mapping[str, Any] | None] | None = None,
-    **options: Any,
-) -> ToolEntry:
-    """``ToolRegistry.register`` on the registry of the system being loaded (see ``ToolRegistry.register``)."""
-    return current_registry().register(
-        name,
-        toolset,
-        schema,
-        handler,
-        check_fn,
-        requires_env,
-        is_async,
-        description,
-        emoji,
-        max_result_size_chars,
-        dynamic_schema_overrides,
-        **options,
-    )
+def register(*args: Any, replace: bool = False, **fields: Any) -> ToolEntry:
+    """``ToolRegistry.register`` on the registry of the system being loaded (``ToolEntry``'s fields)."""
+    return current_registry().register(*args, replace=replace, **fields)
 
 
 def add(entry: ToolEntry, *, replace: bool = False) -> ToolEntry:

@@ -70,10 +70,13 @@ class ToolSystem:
         self._schema_checker = checker
         self.registry = ToolRegistry(schema_checker=checker)
         self.plugins = PluginHost(
-            self.registry, strict=strict, blocked=blocked, overrides=self.config.tool_overrides
+            self.registry,
+            strict=strict,
+            blocked=blocked,
+            overrides=self.config.tool_overrides,
+            on_failure=self.config.on_failure,
         )
         self.toolsets = Toolsets(self.registry)
-        self.plugins.on_evict = self.toolsets.remove_plugin
         self.toolset_errors: list[str] = []
         self.availability = Availability(
             ttl=self.config.check_ttl, timeout=self.config.check_timeout, system=self
@@ -104,7 +107,8 @@ class ToolSystem:
         self.sessions = Sessions()
         self.pipeline = Pipeline(
             tools=self.registry.view(),
-            select=self.selector.select_for_calls,
+            select=self.selector.current,
+            settle=self.selector.settle,
             config=self.config,
             hooks=self.plugins.hooks,
             guard=self._guard,
@@ -259,16 +263,23 @@ class ToolSystem:
             manager.add_plugin(plugin)
         manager.run_register_tools()
         manager.run_register_toolsets(system._define_plugin_toolsets)
+        system._check_plugin_config()
         for name, spec in cfg.custom_toolsets.items():
             system._define_config_toolset(name, spec)
         if system._schema_checker is not None:
             system._schema_checker.flush()
         system.pipeline.refresh_hooks()
+        system.availability.start(system.registry.entries())  # every check at once, off the call path
         if mcp and cfg.mcp_servers:
             system._start_mcp()
         if scheduler or (scheduler is None and _scheduler_opted_in(cfg)):
             system.start_scheduler()
         return system
+
+    def _check_plugin_config(self) -> None:
+        """Each plugin's ``[plugins.<section>]`` tables against the schemas it declares (see ``PluginHost``)."""
+        where = str(self.config.path) if self.config.path is not None else "the configuration file"
+        self.plugins.check_config(lambda name: self.config.data.get("plugins", {}).get(name), where)
 
     def _define_plugin_toolsets(self, specs: Mapping[str, Any], plugin: str | None) -> None:
         """A plugin's composite toolsets; a built-in composite (``hermes-cli``...) is the built-ins' alone."""
@@ -355,6 +366,7 @@ class ToolSystem:
         if record.status == "loaded":
             self.plugins.run_register_tools(only=plugin)
             self.plugins.run_register_toolsets(self._define_plugin_toolsets, only=plugin)
+            self._check_plugin_config()
         self.pipeline.refresh_hooks()
         self._forget_rankers()
         return record
@@ -362,7 +374,7 @@ class ToolSystem:
     def unregister_plugin(self, name: str) -> None:
         """Remove a plugin's hooks, its tools and its toolsets."""
         plugin = self.plugins.pm.get_plugin(name)
-        if plugin is not None:
+        if plugin is not None:  # the plugin, or the stand-in of a failed one refusing calls
             self.plugins.pm.unregister(plugin)
         for entry in self.registry.entries():
             if entry.plugin == name:

@@ -95,6 +95,25 @@ def test_register_toolsets() -> None:
     assert names == ["memory", "read_file", "search_files"]
 
 
+def test_plugin_config_schema() -> None:
+    module = example("plugin_config_schema")
+    good = ToolSystem.load(
+        plugins_dir=False,
+        load_entry_points=False,
+        plugins=[module],
+        config={"plugins": {"shout": {"times": 3}}},
+    )
+    assert good.plugins.records[module.__name__].config_problems == []
+    bad = ToolSystem.load(
+        plugins_dir=False,
+        load_entry_points=False,
+        plugins=[module],
+        config={"plugins": {"shout": {"times": "often", "suffix": {"env": "SHOUT_SUFFIX"}}}},
+    )
+    [problem] = bad.plugins.records[module.__name__].config_problems
+    assert problem["path"] == "times" and "expected integer" in problem["message"]
+
+
 def test_pre_tool_call() -> None:
     system = load(echo_tools("terminal", "write_file"), example("pre_tool_call"))
     assert system.call_outcome("terminal", {"command": "ls"}).status == "ok"

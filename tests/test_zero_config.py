@@ -35,7 +35,7 @@ EXAMPLES = ROOT / "example_plugins"
 # entry-point name -> (distribution, hooks it implements, tools it registers)
 PLUGINS: dict[str, tuple[str, list[str], list[str]]] = {
     "weather": ("hermes-weather", ["register_tools"], ["get_weather"]),
-    "ratelimit": ("hermes-ratelimit", ["pre_tool_call"], []),
+    "ratelimit": ("hermes-ratelimit", ["plugin_config_schema", "pre_tool_call"], []),
     "audit": ("hermes-audit", ["post_tool_call", "register_commands"], []),
 }
 _NOT_SOURCES = shutil.ignore_patterns(

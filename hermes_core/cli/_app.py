@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,9 @@ from .. import __version__
 from .._trace import trace
 from ._state import ConfigFailure, State, get_state, parse_plugin_spec
 
-__all__ = ["HermesGroup", "cli", "collect_plugin_commands"]
+__all__ = ["INTERRUPTED", "HermesGroup", "cli", "collect_plugin_commands"]
+
+INTERRUPTED = 130  # the exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it
 
 
 def _warn(message: str) -> None:
@@ -95,6 +97,30 @@ class HermesGroup(click.Group):
             where = get_state(ctx).config_path()
             raise ConfigFailure(f"{where}: [toolsets]: {err}") from None
 
+    def main(  # type: ignore[override]  # one signature for both of click's overloads
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run the command line; Ctrl-C (or EOF at a prompt click asks) ends it with status 130, anywhere."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            result = super().main(args, prog_name, complete_var, False, **extra)
+        except click.exceptions.Abort:  # click turns KeyboardInterrupt and EOFError into Abort
+            print("hermes: interrupted", file=sys.stderr)
+            sys.exit(INTERRUPTED)
+        except KeyboardInterrupt:  # one that came while the command was closing
+            print("\nhermes: interrupted", file=sys.stderr)
+            sys.exit(INTERRUPTED)
+        except click.ClickException as err:
+            err.show()
+            sys.exit(err.exit_code)
+        sys.exit(result if isinstance(result, int) else 0)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         names = set(super().list_commands(ctx))
         names.update(self._plugin_commands(ctx, quiet=True))
@@ -127,8 +153,8 @@ def _blocked(ctx: click.Context, param: click.Parameter, value: tuple[str, ...])
 )
 @click.option(
     "--workspace",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Workspace directory for file and terminal tools (default: the current directory).",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Workspace directory for file and terminal tools (default: the current directory); it must exist.",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log everything on stderr, with tracebacks.")
 @click.version_option(__version__, prog_name="hermes")

@@ -40,6 +40,7 @@ def list_command(as_json: bool) -> None:
         ["#", "kind", "subject", "added"],
         [[n, g["kind"], g["subject"], g["added"]] for n, g in enumerate(grants, 1)],
         title=f"{len(grants)} standing approvals in {path}",
+        prose=("subject",),
     )
 
 

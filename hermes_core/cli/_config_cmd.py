@@ -89,8 +89,8 @@ def config_group() -> None:
 def path_command() -> None:
     """Print the path of the configuration file (it may not exist yet).
 
-    The other places hermes uses (the drop-in plugin folder, data and cache) follow on stderr, so the one
-    line on stdout stays easy to use in scripts.
+    The other places hermes uses (the drop-in plugin folder, data, cache and the log file) follow on stderr, so
+    the one line on stdout stays easy to use in scripts.
     """
     from .. import paths
 
@@ -99,6 +99,7 @@ def path_command() -> None:
     click.echo(f"# drop-in plugin folder: {state.plugins_folder()}", err=True)
     click.echo(f"# data: {paths.data_dir()}", err=True)
     click.echo(f"# cache: {paths.cache_dir()}", err=True)
+    click.echo(f"# log: {paths.log_file()}", err=True)
 
 
 @config_group.command("show")

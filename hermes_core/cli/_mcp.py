@@ -13,105 +13,10 @@ from ._state import get_state
 
 if TYPE_CHECKING:
     from ..system import ToolSystem
-    from ._doctor import Problem
 
-__all__ = ["mcp_group", "mcp_problems", "wait_for_mcp"]
+__all__ = ["mcp_group"]
 
 TOKEN_ENV = "HERMES_MCP_TOKEN"
-
-
-def _warn(message: str) -> None:
-    print(f"hermes: warning: {message}", file=sys.stderr)
-
-
-def wait_for_mcp(system: ToolSystem) -> None:
-    """Give configured servers up to ``[mcp] ready_timeout`` seconds to connect; name those it gave up on."""
-    if not system.mcp_status():
-        return
-    from ..mcp import ClientSettings
-
-    bound = ClientSettings.from_config(system.config).ready_timeout
-    system.wait_mcp(bound)
-    for name, info in system.mcp_status().items():
-        state = info["state"]
-        if state in ("ready", "disabled", "closed"):
-            continue
-        why = info.get("error") or "still connecting"
-        if state == "failed":
-            _warn(f"MCP server {name!r} is not used: {why}")
-        else:
-            _warn(
-                f"gave up waiting for MCP server {name!r} after {bound:g} s ({why}); its tools are missing from "
-                "this run (raise [mcp] ready_timeout to wait longer)"
-            )
-
-
-def mcp_problems(system: ToolSystem) -> list[Problem]:
-    """The doctor's MCP section: servers down or misconfigured, clashing names (with the fix), hidden tools."""
-    from ._doctor import Problem
-
-    out = []
-    for name, info in system.mcp_status().items():
-        where = f"mcp:{name}"
-        table = f"[mcp.servers.{name}]"
-        log_hint = f"; its log is {info['log']}" if info.get("log") else ""
-        state = info["state"]
-        if state == "failed":
-            out.append(
-                Problem(
-                    "error",
-                    where,
-                    "mcp",
-                    f"MCP server {name!r} is not used: {info.get('error') or 'unknown error'}",
-                    f"fix {table} (command/args or url, headers, env){log_hint}",
-                )
-            )
-        elif state == "reconnecting":
-            out.append(
-                Problem(
-                    "error",
-                    where,
-                    "mcp",
-                    f"MCP server {name!r} is down: {info.get('error') or 'unknown error'} "
-                    f"({info.get('attempts', 0)} attempts so far; it keeps retrying)",
-                    f"check command/args/url in {table}, then `hermes mcp restart {name}` or wait{log_hint}",
-                )
-            )
-        elif state == "connecting":
-            out.append(
-                Problem(
-                    "warning",
-                    where,
-                    "mcp",
-                    f"MCP server {name!r} is still connecting",
-                    f"run the doctor again, or raise [mcp] ready_timeout{log_hint}",
-                )
-            )
-        for clash in info.get("clashes") or ():
-            out.append(
-                Problem(
-                    "warning",
-                    where,
-                    "mcp-names",
-                    f"tool {clash['tool']!r} of MCP server {name!r} clashes with {' and '.join(clash['with'])}; "
-                    f"it is registered as {clash['name']!r}",
-                    f'choose the names with prefix = "..." in {table} (prefix = "" keeps bare names for this '
-                    "server; the other server's tool is then qualified)",
-                )
-            )
-        for tool, reason in (info.get("skipped") or {}).items():
-            out.append(
-                Problem(
-                    "warning",
-                    where,
-                    "mcp-names",
-                    f"tool {tool!r} of MCP server {name!r} was left out: {reason}",
-                    f'set a prefix no other server uses in {table} (prefix = "{name}_")',
-                )
-            )
-        for tool, reason in (info.get("hidden") or {}).items():
-            out.append(Problem("info", where, "mcp", f"tool {tool!r} is hidden: {reason}", "nothing to do"))
-    return out
 
 
 @click.group("mcp")
@@ -186,8 +91,6 @@ def serve_command(toolsets: tuple[str, ...], address: str | None, token: str | N
         anyio.run(lambda: server.serve_http(host, port, token=token, on_ready=ready))
     except OSError as err:
         raise click.ClickException(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
-    except KeyboardInterrupt:
-        pass
 
 
 def _rows(system: ToolSystem) -> list[dict[str, Any]]:

@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..plugins import source_label
 from ._logs import loading_reported_elsewhere
 from ._output import emit_json, emit_table, is_terminal
 from ._state import get_state
-from ._tools import source_label
 
 if TYPE_CHECKING:
     from ..system import ToolSystem
@@ -97,17 +97,19 @@ def list_command(show_all: bool, as_json: bool) -> None:
 )
 @click.option("--strict", is_flag=True, help="Warnings (hidden tools, missing version ranges) fail too.")
 @click.option("--timeout", default=30.0, show_default=True, help="Seconds allowed for each isolated import.")
-def doctor_command(as_json: bool, strict: bool, timeout: float) -> None:
+@click.option("--verbose", is_flag=True, help="List each tool hidden by design (one summary line otherwise).")
+def doctor_command(as_json: bool, strict: bool, timeout: float, verbose: bool) -> None:
     """Check every plugin: import (isolated, timed), hooks, schemas, clashes, checks, blocks, versions.
 
     Exit status 0 when healthy, 1 when any error is found (with --strict, any warning too). Each problem
     comes with a one-line fix. Plain lines: severity, plugin, check, message, fix.
     """
-    from ._doctor import run_doctor
+    from ..doctor import run_doctor
 
+    state = get_state()
     with loading_reported_elsewhere():
-        system = get_state().system()
-    report = run_doctor(system, timeout=timeout)
+        system = state.system()
+    report = run_doctor(system, timeout=timeout, verbose=verbose or state.verbose)
     failing = {"error", "warning"} if strict else {"error"}
     healthy = not any(p.severity in failing for p in report.problems)
     if as_json:
@@ -145,6 +147,7 @@ def _print_rich(plugins: list[dict[str, object]], problems: list[dict[str, str]]
         ],
         title="Plugins",
         rich_output=True,
+        prose=(),
     )
     if problems:
         emit_table(
@@ -152,6 +155,7 @@ def _print_rich(plugins: list[dict[str, object]], problems: list[dict[str, str]]
             [[p["severity"], p["plugin"], p["check"], p["message"], p["fix"]] for p in problems],
             title="Problems",
             rich_output=True,
+            prose=("problem", "fix"),
         )
 
 

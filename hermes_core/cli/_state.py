@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,17 +99,49 @@ class State:
             raise ConfigFailure(str(err)) from None
         except PluginLoadError as err:
             raise click.ClickException(f"{err} (strict plugin loading is on)") from None
+        if (
+            not self._system.workspace.is_dir()
+        ):  # from the config's [session] workspace (--workspace is checked)
+            where = self._system.workspace
+            self.close()
+            raise ConfigFailure(
+                f"{self.config_path()}: [session] workspace {where} is not an existing folder"
+            )
         # a one-shot command wants MCP tools present: wait for background connections, bounded by
         # [mcp] ready_timeout, and name the servers it gave up on (no-op without MCP)
-        from ._mcp import wait_for_mcp
-
-        wait_for_mcp(self._system)
+        _wait_for_mcp(self._system)
         return self._system
 
     def close(self) -> None:
         if self._system is not None:
             self._system.close()
             self._system = None
+
+
+def _wait_for_mcp(system: ToolSystem) -> None:
+    """Give configured servers up to ``[mcp] ready_timeout`` seconds to connect; name those it gave up on."""
+    if not system.mcp_status():
+        return
+    from ..mcp import ClientSettings
+
+    bound = ClientSettings.from_config(system.config).ready_timeout
+    system.wait_mcp(bound)
+    for name, info in system.mcp_status().items():
+        state = info["state"]
+        if state in ("ready", "disabled", "closed"):
+            continue
+        why = info.get("error") or "still connecting"
+        if state == "failed":
+            _warn(f"MCP server {name!r} is not used: {why}")
+        else:
+            _warn(
+                f"gave up waiting for MCP server {name!r} after {bound:g} s ({why}); its tools are missing from "
+                "this run (raise [mcp] ready_timeout to wait longer)"
+            )
+
+
+def _warn(message: str) -> None:
+    print(f"hermes: warning: {message}", file=sys.stderr)
 
 
 def parse_plugin_spec(spec: str) -> str:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..plugins import source_label
 from ._output import emit_json, emit_table, is_terminal
 from ._state import get_state
 
@@ -14,16 +15,9 @@ if TYPE_CHECKING:
     from ..registry import ToolEntry
     from ..system import ToolSystem
 
-__all__ = ["source_label", "tool_row", "tools_group"]
+__all__ = ["tool_row", "tools_group"]
 
 _EVERYTHING: dict[str, Any] = {"enabled": ["all"], "disabled": [], "disabled_tools": []}
-
-
-def source_label(source: str | None, distribution: str | None) -> str:
-    """``entry point``, ``drop-in``, ``built-in`` (this distribution's own plugin), ``mcp`` or ``api``."""
-    if distribution == "hermes-tools":
-        return "built-in"
-    return source or ""
 
 
 def tool_row(entry: ToolEntry, available: bool, reason: str, selected: bool) -> dict[str, Any]:

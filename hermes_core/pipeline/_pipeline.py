@@ -7,7 +7,8 @@ redacted outcome (no secret ever reaches an observer plugin) with the duration o
 
 The pipeline is given what it needs by its tool system (``Pipeline.__init__``): a read-only view of the
 registry, the selection function, the configuration, the hook runner, the security gate and a context
-factory. Each call travels through the stages as one ``_Call``.
+factory. A call's ``CallOutcome`` travels through the stages from the start: it begins ok and empty, a stage
+that ends the call early fills in why, and ``_finish`` shapes the result.
 """
 
 from __future__ import annotations
@@ -49,13 +50,20 @@ Names = Any  # Sequence[str] | str | None, as ``ToolSystem`` takes them
 
 
 class Selection(Protocol):
-    """What the selection function returns: the tools a caller may run now, and why others are hidden."""
+    """What the selection function returns: the tools a caller may run now, why others are hidden, and the
+    tools whose check is still running (``settle`` waits for one of them)."""
 
     @property
     def available(self) -> frozenset[str]: ...
 
     @property
     def hidden(self) -> dict[str, str]: ...
+
+    @property
+    def pending(self) -> frozenset[str]: ...
+
+    @property
+    def entries(self) -> Mapping[str, ToolEntry]: ...
 
 
 class ContextFactory(Protocol):
@@ -75,7 +83,7 @@ class ContextFactory(Protocol):
 class _Runtime:
     """What the pipeline compiles once per tool: argument processor, calling style, limits."""
 
-    __slots__ = ("dict_style", "keywords_only", "limit", "plain", "process", "timeout", "wants_context")
+    __slots__ = ("always_ask", "dict_style", "keywords_only", "limit", "process", "timeout", "wants_context")
 
     def __init__(self, entry: ToolEntry, pipeline: Pipeline) -> None:
         from ..schema import compile_arguments
@@ -93,9 +101,8 @@ class _Runtime:
         timeout = overrides.get("timeout", entry.timeout if entry.timeout is not None else cfg.timeout)
         self.timeout: float | None = float(timeout) if timeout else None
         if self.timeout is not None:
-            pipeline.watchdog.start()  # the inline path of run() arms deadlines without starting it
-        # eligible for the inline path of Pipeline.run: a sync keyword handler without a context parameter
-        self.plain = not entry.is_async and self.keywords_only and entry.name not in pipeline.always_ask
+            pipeline.watchdog.start()  # _run_sync arms deadlines without starting it
+        self.always_ask = entry.name in pipeline.always_ask  # [approvals] tools: a human approves every call
 
     def invoke(self, handler: Callable[..., Any], args: dict[str, Any], ctx: CallContext | None) -> Any:
         """Call ``handler`` in its style (for an async handler: make its coroutine)."""
@@ -104,41 +111,9 @@ class _Runtime:
         return handler(**args, context=ctx) if self.wants_context else handler(**args)
 
 
-class _Call:
-    """One call on its way through the stages."""
-
-    __slots__ = (
-        "approver",
-        "args",
-        "ask_user",
-        "call_id",
-        "ctx",
-        "entry",
-        "name",
-        "rt",
-        "session_id",
-        "started",
-    )
-
-    def __init__(
-        self,
-        name: Any,
-        call_id: str,
-        session_id: str | None,
-        started: float,
-        approver: Any = None,
-        ask_user: Any = None,
-    ) -> None:
-        self.name = name
-        self.call_id = call_id
-        self.session_id = session_id
-        self.started = started
-        self.approver = approver  # the caller's own approver and user (an MCP client, a chat UI), if any
-        self.ask_user = ask_user
-        self.entry: ToolEntry | None = None
-        self.rt: _Runtime | None = None
-        self.args: dict[str, Any] = {}
-        self.ctx: CallContext | None = None
+Admitted = tuple[ToolEntry | None, "_Runtime | None", dict[str, Any], CallContext | None]
+"""What the stages before dispatch leave for it: ``(entry, runtime, arguments, context)`` (None where a call
+ended before that was known)."""
 
 
 def _new_id() -> str:
@@ -160,18 +135,24 @@ def _error_text(message: str, **extra: Any) -> str:
     return json.dumps({"error": message, **extra}, ensure_ascii=False)
 
 
-def _fail(name: str, status: Status, kind: str, message: str, error_id: str | None = None) -> CallOutcome:
+_CANCELLED = "Stopped: the user cancelled this call before it finished; it may have done part of its work."
+
+
+def _end(outcome: CallOutcome, status: Status, kind: str, message: str, error_id: str | None = None) -> None:
+    """Fill in how a call ended when it did not end with its handler's result."""
     extra = {"error_id": error_id} if error_id else {}
-    return CallOutcome(
-        name=name, status=status, result=_error_text(message, **extra), error_kind=kind, error_id=error_id
-    )
+    outcome.status = status
+    outcome.result = _error_text(message, **extra)
+    outcome.error_kind = kind
+    outcome.error_id = error_id
 
 
 class Pipeline:
     """Runs tool calls for one tool system.
 
     ``tools`` is a live read-only view of the registry; ``select(enabled, disabled, disabled_tools)`` the
-    selection; ``hooks`` the plugin host's hook runner; ``guard`` the security gate (built on first use);
+    selection, which never waits for a check, and ``settle(name, enabled, disabled, disabled_tools)`` the
+    selection once the called tool's own running check has answered; ``hooks`` the plugin host's hook runner; ``guard`` the security gate (built on first use);
     ``new_context`` makes each call's ``CallContext``; over-long results are saved under ``results_dir``.
     """
 
@@ -180,6 +161,7 @@ class Pipeline:
         *,
         tools: Mapping[str, ToolEntry],
         select: Callable[[Names, Names, Names], Selection],
+        settle: Callable[[str, Names, Names, Names], Selection],
         config: Config,
         hooks: HookRunner,
         guard: Guard,
@@ -188,6 +170,7 @@ class Pipeline:
     ) -> None:
         self.tools = tools
         self.select = select
+        self.settle = settle
         self.config = config
         self.hooks = hooks
         self.results_dir = results_dir
@@ -204,7 +187,6 @@ class Pipeline:
         always = config.approvals.get("tools", ())
         # [approvals] tools: these tools need a human's approval for every call
         self.always_ask = frozenset([always] if isinstance(always, str) else always)
-        self._plain = False  # no hooks and no tracing: calls may take the inline path of run()
         self._pre = self._post = self._transform = self._hooks_want_context = False
         self.refresh_hooks()
 
@@ -221,7 +203,6 @@ class Pipeline:
             hooks.run_post,
             hooks.run_transform,
         )
-        self._plain = not hooks.active
 
     @property
     def bridge(self) -> SharedLoop:
@@ -258,132 +239,138 @@ class Pipeline:
             return f"Tool {name!r} is not available right now ({hidden}).{hint}"
         return f"Tool {name!r} is not enabled for this conversation.{hint}"
 
-    def _approve(self, call: _Call, asks: list[RequireApproval]) -> CallOutcome | None:
-        assert call.ctx is not None
-        name, args = call.name, call.args
+    def _approve(
+        self, outcome: CallOutcome, args: dict[str, Any], ctx: CallContext, asks: list[RequireApproval]
+    ) -> None:
+        name = outcome.name
         reason = "; ".join(a.reason for a in asks)
         subject = next((a.subject for a in asks if a.subject), None)
         if subject is None:
             subject = f"{name} {json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)}"
         try:
-            self.guard.request_approval("tool", subject, reason, call.ctx)
+            self.guard.request_approval("tool", subject, reason, ctx)
         except ApprovalDenied as err:
-            return _fail(name, "denied", "approval", f"Denied: {err.message}")
+            _end(outcome, "denied", "approval", f"Denied: {err.message}")
         except Exception:  # an approval flow that breaks denies (fail closed)
             log.exception("approval flow failed for %r; denying", name)
-            return _fail(name, "denied", "approval", "Denied: the approval could not be obtained.")
-        return None
-
-    def _handler_failed(self, call: _Call, err: BaseException) -> CallOutcome:
-        outcome = self._outcome_of_failure(call.name, err, call.rt)
-        outcome.call_id = call.call_id
-        return outcome
+            _end(outcome, "denied", "approval", "Denied: the approval could not be obtained.")
 
     @staticmethod
-    def _outcome_of_failure(name: str, err: BaseException, rt: _Runtime | None) -> CallOutcome:
+    def _failed(outcome: CallOutcome, err: BaseException, rt: _Runtime | None) -> None:
+        """Fill in how the handler failed: a denial, a deliberate ``ToolError``, a timeout or a bug."""
+        name = outcome.name
         if isinstance(err, ApprovalDenied):
-            return _fail(name, "denied", "approval", f"Denied: {err.message}")
-        if isinstance(err, CallCancelled):
-            return _cancelled(name)
-        if isinstance(err, ToolError):
-            return _fail(name, "error", err.kind, err.message)
-        if isinstance(err, (HandlerTimeout, TimeoutError)):
+            _end(outcome, "denied", "approval", f"Denied: {err.message}")
+        elif isinstance(err, CallCancelled):
+            _end(outcome, "error", "cancelled", _CANCELLED)
+        elif isinstance(err, ToolError):
+            _end(outcome, "error", err.kind, err.message)
+        elif isinstance(err, (HandlerTimeout, TimeoutError)):
             seconds = rt.timeout if rt is not None else None
-            return _fail(
-                name,
+            _end(
+                outcome,
                 "error",
                 "timeout",
                 f"The tool {name!r} timed out after {seconds:g} s and was stopped."
                 if seconds
                 else f"The tool {name!r} timed out.",
             )
-        error_id = _new_id()
-        log.error("tool %r raised %s (error id %s)", name, type(err).__name__, error_id, exc_info=err)
-        return _fail(
-            name,
-            "error",
-            "exception",
-            f"The tool {name!r} failed with an internal error (error id {error_id}); the details are in the log.",
-            error_id=error_id,
-        )
+        else:
+            error_id = _new_id()
+            log.error("tool %r raised %s (error id %s)", name, type(err).__name__, error_id, exc_info=err)
+            _end(
+                outcome,
+                "error",
+                "exception",
+                f"The tool {name!r} failed with an internal error (error id {error_id}); the details are in "
+                "the log.",
+                error_id,
+            )
 
-    def _finish(self, call: _Call, outcome: CallOutcome, value: Any = None) -> CallOutcome:
-        """Transform, sanitize and limit the result, then let post hooks observe the outcome."""
-        name, entry, rt = outcome.name, call.entry, call.rt
+    def _finish(self, outcome: CallOutcome, started: float, admitted: Admitted, value: Any) -> CallOutcome:
+        """Render the handler's ``value`` (for a call still ok), transform, sanitize and limit the result, then
+        let post hooks observe the outcome."""
+        entry, rt, args, ctx = admitted
         if outcome.status == "ok":
-            if type(value) is ToolOutput:  # text plus attachments (images, files) for the host
-                outcome.attachments = value.attachments
-                value = value.text
-            text = value if type(value) is str else _render(value)
+            kind = type(value)
+            if kind is ToolOutput:  # text plus attachments (images, files) for the host
+                outcome.attachments, value = value.attachments, value.text
+                kind = type(value)
+            text = value if kind is str else str(value) if kind is int else _render(value)
             if self._transform and entry is not None:
-                text = self._run_transform(name, call.args, entry, call.ctx, text)
-            outcome.result = text
-        text = (self._redact or self._load_redactor())(outcome.result)
+                text = self._run_transform(outcome.name, args, entry, ctx, text)
+        else:
+            text = outcome.result
+        text = (self._redact or self._load_redactor())(text)
         if "<" in text or "[" in text:
             text = neutralise_markup(text)
         limit = rt.limit if rt is not None else self.config.max_result_chars
         if len(text) > limit:
-            text, saved = limit_result(text, limit, self.results_dir, outcome.call_id, name)
+            text, saved = limit_result(text, limit, self.results_dir, outcome.call_id, outcome.name)
             outcome.truncated = True
             outcome.full_output_path = str(saved) if saved is not None else None
         outcome.result = text
-        outcome.duration_ms = (_perf_counter() - call.started) * 1000
+        outcome.duration_ms = (_perf_counter() - started) * 1000
         if self._post:
-            self._run_post(name, call.args, entry, call.ctx, outcome)
+            self._run_post(outcome.name, args, entry, ctx, outcome)
         return outcome
 
     # -- entry points ------------------------------------------------------------------------------------
 
-    def _context(self, call: _Call, available: frozenset[str]) -> CallContext:
-        return self._new_context(
-            call.call_id, call.session_id, str(call.name), available, call.approver, call.ask_user
-        )
-
-    def _prepare(self, call: _Call, raw: Any, enabled: Names, disabled: Names) -> CallOutcome | None:
-        """The stages before dispatch: fills in ``call``, or returns the outcome that ends it early (refused,
-        invalid, blocked, denied)."""
-        name = call.name
-        available = self.select(enabled, disabled, None).available
-        entry = call.entry = self.tools.get(name) if type(name) is str else None
+    def _admit(
+        self,
+        outcome: CallOutcome,
+        raw: Any,
+        enabled: Names,
+        disabled: Names,
+        session_id: str | None,
+        approver: Any,
+        ask_user: Any,
+    ) -> Admitted:
+        """The stages before dispatch: the tool and the selection, the arguments, the policy hooks and the
+        approvals. Returns what dispatch needs; a call these stages end (refused, invalid, blocked, denied) has
+        its ``outcome`` filled in with why."""
+        name = outcome.name
+        sel = self.select(enabled, disabled, None)
+        if sel.pending and name in sel.pending:  # its check is running: wait for that one, never for others
+            sel = self.settle(name, enabled, disabled, None)
+        entry = sel.entries.get(name) if type(name) is str else None
+        ctx = None
         if self._hooks_want_context:  # hooks see the context of every call, failed ones too
-            call.ctx = self._context(call, available)
-        if entry is None or name not in available:
-            out = _fail(str(name)[:200], "error", "unknown_tool", self._refuse_name(name, available))
-            out.call_id = call.call_id
-            return out
+            ctx = self._new_context(outcome.call_id, session_id, str(name), sel.available, approver, ask_user)
+        if entry is None:  # unknown, hidden by its check or not selected
+            outcome.name = str(name)[:200]
+            _end(outcome, "error", "unknown_tool", self._refuse_name(name, sel.available))
+            return (self.tools.get(name) if type(name) is str else None), None, {}, ctx
         rt = entry._runtime
         try:
             if rt is None:  # compiled on first call; a replaced tool is a new entry
                 rt = self._runtime(entry)
-            call.args = rt.process(raw)
+            args = rt.process(raw)
         except ToolArgumentError as err:
-            out = _fail(name, "error", "invalid_arguments", str(err))
-            out.call_id = call.call_id
-            return out
-        call.rt = rt
-        if call.ctx is None and rt.wants_context:
-            call.ctx = self._context(call, available)
+            _end(outcome, "error", "invalid_arguments", str(err))
+            return entry, rt, {}, ctx
+        if rt.wants_context and ctx is None:
+            ctx = self._new_context(outcome.call_id, session_id, name, sel.available, approver, ask_user)
+        if not (self._pre or rt.always_ask):
+            return entry, rt, args, ctx
         asks: list[RequireApproval] | None = None
         if self._pre:
             try:
-                call.args, asks = self._run_pre(name, call.args, entry, call.ctx, rt.process)
+                args, asks = self._run_pre(name, args, entry, ctx, rt.process)
             except HookStop as stop:
-                out = _fail(name, "blocked", stop.kind, stop.message, error_id=stop.error_id)
-                out.call_id = call.call_id
-                return out
-        if name in self.always_ask:
+                _end(outcome, "blocked", stop.kind, stop.message, stop.error_id)
+                return entry, rt, args, ctx
+        if rt.always_ask:
             asks = [
                 *(asks or ()),
                 RequireApproval(f"the configuration asks for approval of every {name!r} call"),
             ]
         if asks:
-            if call.ctx is None:
-                call.ctx = self._context(call, available)
-            denied = self._approve(call, asks)
-            if denied is not None:
-                denied.call_id = call.call_id
-                return denied
-        return None
+            if ctx is None:
+                ctx = self._new_context(outcome.call_id, session_id, name, sel.available, approver, ask_user)
+            self._approve(outcome, args, ctx, asks)
+        return entry, rt, args, ctx
 
     def run(
         self,
@@ -398,76 +385,27 @@ class Pipeline:
     ) -> CallOutcome:
         """Run one call synchronously. Never raises.
 
-        The common case (no hooks, a sync handler that takes no context, valid arguments, a result within its
-        limit) runs inline below: the stages are the same as on the general path, only without the calls
-        between them, which are most of the pipeline's cost at this size. Anything else leaves it early.
+        The outcome starts ok and empty; a stage that ends the call fills in why, and ``_finish`` the rest.
         """
         started = _perf_counter()
-        if self._plain and type(name) is str and current_token() is None:
-            try:
-                entry = self.tools.get(name)
-                rt = entry._runtime if entry is not None else None
-                if rt is not None and rt.plain and name in self.select(enabled, disabled, None).available:
-                    assert entry is not None
-                    args = rt.process(raw)  # invalid arguments raise: the general path reports them
-                    call_id = call_id or _CALL_PREFIX + str(next(_call_numbers))
-                    try:
-                        if rt.timeout is None:
-                            value = entry.handler(**args)
-                        else:  # Watchdog.arm/disarm, inlined
-                            armed = self._armed
-                            token = next(self._tokens)
-                            armed[token] = (_monotonic() + rt.timeout, _get_ident())
-                            try:
-                                value = entry.handler(**args)
-                            finally:
-                                if armed.pop(token, None) is None and self.watchdog.fired(token):
-                                    raise HandlerTimeout
-                    except (Exception, HandlerTimeout) as err:
-                        call = _Call(name, call_id, session_id, started)
-                        call.entry, call.rt, call.args = entry, rt, args
-                        return self._finish(call, self._handler_failed(call, err))
-                    if type(value) is str:
-                        text = value
-                    elif type(value) is ToolOutput:  # attachments: the general result stage keeps them
-                        call = _Call(name, call_id, session_id, started)
-                        call.entry, call.rt, call.args = entry, rt, args
-                        return self._finish(call, CallOutcome(name, "ok", "", call_id), value)
-                    else:
-                        text = _render(value)
-                    text = (self._redact or self._load_redactor())(text)
-                    if "<" in text or "[" in text:
-                        text = neutralise_markup(text)
-                    if len(text) <= rt.limit:
-                        return CallOutcome(name, "ok", text, call_id, (_perf_counter() - started) * 1000)
-                    call = _Call(name, call_id, session_id, started)
-                    call.entry, call.rt, call.args = entry, rt, args
-                    return self._finish(call, CallOutcome(name, "ok", "", call_id), text)
-            except (KeyboardInterrupt, SystemExit):
-                raise
-            except ToolArgumentError:
-                pass  # the general path below parses again and reports the problem
-            except BaseException:  # the last line of defence (a late HandlerTimeout included): never raise
-                return self._internal_error(name)
-        call = _Call(name, call_id or _new_call_id(), session_id, started, approver, ask_user)
+        outcome = CallOutcome(name, "ok", "", call_id or _CALL_PREFIX + str(next(_call_numbers)))
         try:
-            early = self._prepare(call, raw, enabled, disabled)
-            if early is not None:
-                return self._finish(call, early)
-            entry, rt = call.entry, call.rt
-            assert entry is not None and rt is not None
-            scope = current_token()
-            try:
-                if scope is None:
-                    if entry.is_async:
-                        value = self.bridge.run(rt.invoke(entry.handler, call.args, call.ctx), rt.timeout)
+            admitted = self._admit(outcome, raw, enabled, disabled, session_id, approver, ask_user)
+            value = None
+            if outcome.status == "ok":
+                entry, rt, args, ctx = admitted
+                assert entry is not None and rt is not None  # admitted: the tool and its runtime are known
+                scope = current_token()
+                try:
+                    if scope is not None:
+                        value = self._run_under(scope, entry, args, ctx, rt)
+                    elif entry.is_async:
+                        value = self.bridge.run(rt.invoke(entry.handler, args, ctx), rt.timeout)
                     else:
-                        value = self._run_sync(entry, call.args, call.ctx, rt)
-                else:
-                    value = self._run_under(scope, entry, call.args, call.ctx, rt)
-            except (Exception, HandlerTimeout, CallCancelled) as err:
-                return self._finish(call, self._handler_failed(call, err))
-            return self._finish(call, CallOutcome(name, "ok", "", call.call_id), value)
+                        value = self._run_sync(entry, args, ctx, rt)
+                except (Exception, HandlerTimeout, CallCancelled) as err:
+                    self._failed(outcome, err, rt)
+            return self._finish(outcome, started, admitted, value)
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException:  # the last line of defence (a late HandlerTimeout included): never raise
@@ -489,34 +427,39 @@ class Pipeline:
         awaiting task)."""
         import asyncio
 
-        call = _Call(name, call_id or _new_call_id(), session_id, _perf_counter(), approver, ask_user)
+        started = _perf_counter()
+        outcome = CallOutcome(name, "ok", "", call_id or _new_call_id())
         try:
-            early = self._prepare(call, raw, enabled, disabled)
-            if early is not None:
-                return self._finish(call, early)
-            entry, rt = call.entry, call.rt
-            assert entry is not None and rt is not None
-            token = current_token()
-            try:
-                loop = asyncio.get_running_loop()
-                if not entry.is_async:  # on a worker thread (with this task's context), so the loop runs on
-                    work = self._run_sync if token is None else functools.partial(self._run_under, token)
-                    value = await loop.run_in_executor(
-                        self._executor(), contextvars.copy_context().run, work, entry, call.args, call.ctx, rt
-                    )
-                elif self.bridge.claim(loop):  # native: right here, in the awaiting task
-                    coro = rt.invoke(entry.handler, call.args, call.ctx)
-                    if token is not None:
-                        coro = cancellable(coro, token)
-                    value = await coro if rt.timeout is None else await self._timed(coro, rt.timeout, loop)
-                else:  # the system's loop is another one: hand over without blocking this loop
-                    coro = rt.invoke(entry.handler, call.args, call.ctx)
-                    if token is not None:
-                        coro = cancellable(coro, token)
-                    value = await self.bridge.run_elsewhere(coro, rt.timeout, self._executor())
-            except (Exception, HandlerTimeout, CallCancelled) as err:
-                return self._finish(call, self._handler_failed(call, err))
-            return self._finish(call, CallOutcome(name, "ok", "", call.call_id), value)
+            admitted = self._admit(outcome, raw, enabled, disabled, session_id, approver, ask_user)
+            value = None
+            if outcome.status == "ok":
+                entry, rt, args, ctx = admitted
+                assert entry is not None and rt is not None
+                token = current_token()
+                try:
+                    loop = asyncio.get_running_loop()
+                    if (
+                        not entry.is_async
+                    ):  # on a worker thread (with this task's context), so the loop runs on
+                        work = self._run_sync if token is None else functools.partial(self._run_under, token)
+                        value = await loop.run_in_executor(
+                            self._executor(), contextvars.copy_context().run, work, entry, args, ctx, rt
+                        )
+                    elif self.bridge.claim(loop):  # native: right here, in the awaiting task
+                        coro = rt.invoke(entry.handler, args, ctx)
+                        if token is not None:
+                            coro = cancellable(coro, token)
+                        value = (
+                            await coro if rt.timeout is None else await self._timed(coro, rt.timeout, loop)
+                        )
+                    else:  # the system's loop is another one: hand over without blocking this loop
+                        coro = rt.invoke(entry.handler, args, ctx)
+                        if token is not None:
+                            coro = cancellable(coro, token)
+                        value = await self.bridge.run_elsewhere(coro, rt.timeout, self._executor())
+                except (Exception, HandlerTimeout, CallCancelled) as err:
+                    self._failed(outcome, err, rt)
+            return self._finish(outcome, started, admitted, value)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -559,8 +502,15 @@ class Pipeline:
     def _internal_error(self, name: Any) -> CallOutcome:
         error_id = _new_id()
         log.exception("internal error in the call pipeline for %r (error id %s)", name, error_id)
-        message = f"Internal error while running the tool (error id {error_id})."
-        return _fail(str(name)[:200], "error", "exception", message, error_id=error_id)
+        outcome = CallOutcome(str(name)[:200], "error", "")
+        _end(
+            outcome,
+            "error",
+            "exception",
+            f"Internal error while running the tool (error id {error_id}).",
+            error_id,
+        )
+        return outcome
 
     def _run_sync(
         self,
@@ -683,15 +633,6 @@ class Pipeline:
         self.watchdog.stop()
         if self._threads is not None:
             self._threads.shutdown(wait=False, cancel_futures=True)
-
-
-def _cancelled(name: str) -> CallOutcome:
-    return _fail(
-        name,
-        "error",
-        "cancelled",
-        "Stopped: the user cancelled this call before it finished; it may have done part of its work.",
-    )
 
 
 def _split_call(call: Any) -> tuple[Any, Any, str | None]:

@@ -3,7 +3,7 @@
 from ._dropin import ScanVerdict, scan_directory, scan_source
 from ._entrypoints import GROUP, EntryPointInfo, discover
 from ._manager import PluginHost, PluginLoadError, PluginRecord
-from ._precedence import FIRST_PARTY_DISTRIBUTION, FIRST_PARTY_ENTRY_POINT, plugin_matches
+from ._precedence import FIRST_PARTY_DISTRIBUTION, FIRST_PARTY_ENTRY_POINT, plugin_matches, source_label
 
 __all__ = [
     "FIRST_PARTY_DISTRIBUTION",
@@ -18,4 +18,5 @@ __all__ = [
     "plugin_matches",
     "scan_directory",
     "scan_source",
+    "source_label",
 ]

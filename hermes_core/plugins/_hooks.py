@@ -18,8 +18,8 @@ never skips another's hook; what an exception means is decided here, per hook:
   hands the failure back to the caller (the plugin host rolls the plugin back and records it). These hooks
   change shared state once per plugin, so wrappers for them are refused at registration (``refusals``).
 
-Without wrappers the call hooks run through callers compiled once per implementation (the hook's arguments
-in spec order, passed on positionally to the ones it declares), which keeps the per-call cost small.
+Each implementation is called with the arguments it declares, taken by position from the hook's argument tuple
+by a small caller made once per implementation (``_caller``), which keeps the per-call cost small.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from operator import itemgetter
 from typing import Any
 
 import pluggy
@@ -61,10 +62,35 @@ class HookStop(Exception):
         self.error_id = error_id
 
 
-class Impl:
-    """A plain hook implementation with a caller taking the hook's full argument list positionally."""
+def _caller(function: Callable[..., Any], positions: tuple[int, ...]) -> Callable[[tuple[Any, ...]], Any]:
+    """``caller(values)`` calls ``function`` with ``values[i]`` for each of ``positions``, as plain arguments
+    (a star-call costs twice as much as this, per implementation and call)."""
+    if len(positions) == 0:
+        return lambda v: function()
+    if len(positions) == 1:
+        (a,) = positions
+        return lambda v: function(v[a])
+    if len(positions) == 2:
+        a, b = positions
+        return lambda v: function(v[a], v[b])
+    if len(positions) == 3:
+        a, b, c = positions
+        return lambda v: function(v[a], v[b], v[c])
+    if len(positions) == 4:
+        a, b, c, d = positions
+        return lambda v: function(v[a], v[b], v[c], v[d])
+    if len(positions) == 5:
+        a, b, c, d, e = positions
+        return lambda v: function(v[a], v[b], v[c], v[d], v[e])
+    pick = itemgetter(*positions)
+    return lambda v: function(*pick(v))
 
-    __slots__ = ("argnames", "call", "function", "plugin", "plugin_name")
+
+class Impl:
+    """A plain hook implementation: ``run(values)`` calls it with the arguments it declares, taken from the
+    hook's full argument tuple (in spec order)."""
+
+    __slots__ = ("argnames", "function", "plugin", "plugin_name", "run")
 
     def __init__(self, impl: pluggy.HookImpl, spec: Sequence[str]) -> None:
         self.function = impl.function
@@ -72,11 +98,13 @@ class Impl:
         self.plugin_name = impl.plugin_name
         self.argnames = tuple(impl.argnames)
         unknown = [a for a in self.argnames if a not in spec]
-        if unknown:  # pluggy validates this at registration; keep the generated code honest anyway
+        if unknown:  # pluggy validates this at registration; a caller must never guess
             raise ValueError(f"hook implementation asks for unknown arguments {unknown}")
-        namespace: dict[str, Any] = {"fn": impl.function}
-        exec(f"def call({', '.join(spec)}):\n    return fn({', '.join(self.argnames)})", namespace)
-        self.call: Callable[..., Any] = namespace["call"]
+        self.run = _caller(impl.function, tuple(spec.index(a) for a in self.argnames))
+
+    def call(self, *values: Any) -> Any:
+        """Call the implementation with the hook's full argument list, in spec order."""
+        return self.run(values)
 
 
 class _Hook:
@@ -142,11 +170,14 @@ class HookRunner:
 
     run_pre: Callable[..., tuple[dict[str, Any], list[RequireApproval] | None]]
     """``run_pre(name, arguments, entry, context, revalidate) -> (arguments, approvals or None)``: the arguments
-    to run with and the approvals asked for; raises ``HookStop`` to end the call."""
+    to run with and the approvals asked for, in call order; raises ``HookStop`` to end the call (a ``Block``, a
+    hook that raised, an invalid answer)."""
     run_post: Callable[..., None]
-    """``run_post(name, arguments, entry, context, outcome)``: every observer sees the outcome."""
+    """``run_post(name, arguments, entry, context, outcome)``: every observer sees the outcome; one that raises
+    is logged."""
     run_transform: Callable[..., str]
-    """``run_transform(name, arguments, entry, context, text) -> text`` after every rewrite."""
+    """``run_transform(name, arguments, entry, context, text) -> text``: each plugin may rewrite the text the
+    previous one left."""
 
     def __init__(self, pm: pluggy.PluginManager) -> None:
         self.pm = pm
@@ -160,20 +191,16 @@ class HookRunner:
     # -- compilation -------------------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Re-read the implementations of the call hooks (after plugins are added or removed).
-
-        Sets ``run_pre``, ``run_post`` and ``run_transform``: without wrappers or tracing, one function
-        generated for the current implementations that calls each in turn (no per-hook dispatch at all).
-        """
+        """Re-read the implementations of the call hooks (after plugins are added or removed)."""
         self.pre = self._compile("pre_tool_call", PRE_ARGS)
         self.post = self._compile("post_tool_call", POST_ARGS)
         self.transform = self._compile("transform_tool_result", TRANSFORM_ARGS)
-        direct = not self.trace
-        self.run_pre = self._generate_pre() if direct and self.pre.wrapped is None else self._pre_loop
-        self.run_post = self._generate_post() if direct and self.post.wrapped is None else self._post_loop
-        self.run_transform = (
-            self._generate_transform() if direct and self.transform.wrapped is None else self._transform_loop
-        )
+        # with wrappers, pluggy runs the stage; without, a loop over (caller, implementation)
+        self._pre_calls = tuple((i.run, i) for i in self.pre.impls)
+        self._post_calls = tuple((i.run, i) for i in self.post.impls)
+        self.run_pre = self._pre_loop if self.pre.wrapped is None else self._pre_wrapped
+        self.run_post = self._post_loop if self.post.wrapped is None else self._post_wrapped
+        self.run_transform = self._transform
         self.wants_context = any(
             "context" in i.argnames for hook in (self.pre, self.post, self.transform) for i in hook.impls
         ) or any(hook.wrapped is not None for hook in (self.pre, self.post, self.transform))
@@ -192,67 +219,6 @@ class HookRunner:
             wrapped = self.pm.subset_hook_caller(name, {i.plugin for i in impls if not _is_wrapper(i)})
         return _Hook(name, plain, spec, wrapped)
 
-    def _namespace(self, hook: _Hook) -> dict[str, Any]:
-        ns: dict[str, Any] = {
-            "Rewrite": Rewrite,
-            "RequireApproval": RequireApproval,
-            "isinstance": isinstance,
-            "str": str,
-            "pre_failed": self._pre_failed,
-            "verdict": self._pre_verdict,
-            "rewrite": self._rewrite,
-            "post_failed": _post_failed,
-            "transform_failed": _transform_failed,
-        }
-        for i, impl in enumerate(hook.impls):
-            ns[f"f{i}"] = impl.function
-            ns[f"p{i}"] = impl.plugin_name
-        return ns
-
-    def _generate_pre(self) -> Callable[..., tuple[dict[str, Any], list[RequireApproval] | None]]:
-        body = ["def run_pre(name, arguments, entry, context, revalidate):", "    approvals = None"]
-        for i, impl in enumerate(self.pre.impls):
-            body += [
-                "    try:",
-                f"        d = f{i}({', '.join(impl.argnames)})",
-                "    except Exception:",
-                f"        raise pre_failed(p{i}) from None",
-                "    if d is not None:",
-                "        if isinstance(d, Rewrite):",
-                f"            arguments = rewrite(name, p{i}, d, revalidate)",
-                "        elif isinstance(d, RequireApproval):",
-                "            approvals = [*(approvals or ()), d]",
-                "        else:",
-                f"            raise verdict(name, p{i}, d)",
-            ]
-        body.append("    return arguments, approvals")
-        return _compiled("\n".join(body), self._namespace(self.pre), "run_pre")
-
-    def _generate_post(self) -> Callable[..., None]:
-        body = ["def run_post(name, arguments, entry, context, outcome):", "    pass"]
-        for i, impl in enumerate(self.post.impls):
-            body += [
-                "    try:",
-                f"        f{i}({', '.join(impl.argnames)})",
-                "    except Exception:",
-                f"        post_failed(p{i})",
-            ]
-        return _compiled("\n".join(body), self._namespace(self.post), "run_post")
-
-    def _generate_transform(self) -> Callable[..., str]:
-        body = ["def run_transform(name, arguments, entry, context, result):"]
-        for i, impl in enumerate(self.transform.impls):
-            body += [
-                "    try:",
-                f"        new = f{i}({', '.join(impl.argnames)})",
-                "    except Exception:",
-                f"        new = transform_failed(p{i})",
-                "    if isinstance(new, str):",
-                "        result = new",
-            ]
-        body.append("    return result")
-        return _compiled("\n".join(body), self._namespace(self.transform), "run_transform")
-
     def _trace(self, hook: str, impl: Impl, values: Sequence[Any], spec: Sequence[str], result: Any) -> None:
         args = {a: v for a, v in zip(spec, values, strict=True) if a in impl.argnames and a != "entry"}
         trace(f"{hook} {impl.plugin_name} args={args!r} -> {result!r}")
@@ -267,20 +233,22 @@ class HookRunner:
         context: Any,
         revalidate: Callable[[Any], dict[str, Any]],
     ) -> tuple[dict[str, Any], list[RequireApproval] | None]:
-        if self.pre.wrapped is not None:
-            return self._pre_wrapped(name, args, entry, context, revalidate)
+        """``run_pre`` without wrappers: each implementation in call order, until one ends the stage."""
         approvals: list[RequireApproval] | None = None
-        for impl in self.pre.impls:
+        values = (name, args, entry, context)
+        trace = self.trace
+        for run, impl in self._pre_calls:
             try:
-                decision = impl.call(name, args, entry, context)
+                decision = run(values)
             except Exception:
                 raise self._pre_failed(impl.plugin_name) from None
-            if self.trace:
-                self._trace("pre_tool_call", impl, (name, args, entry, context), PRE_ARGS, decision)
+            if trace:
+                self._trace("pre_tool_call", impl, values, PRE_ARGS, decision)
             if decision is None:
                 continue
             if isinstance(decision, Rewrite):
                 args = self._rewrite(name, impl.plugin_name, decision, revalidate)
+                values = (name, args, entry, context)
             elif isinstance(decision, RequireApproval):
                 approvals = [*(approvals or ()), decision]
             else:
@@ -391,20 +359,24 @@ class HookRunner:
     # -- post_tool_call and transform_tool_result --------------------------------------------------------
 
     def _post_loop(self, name: str, args: dict[str, Any], entry: Any, context: Any, outcome: Any) -> None:
+        """``run_post`` without wrappers: every observer in turn, one that raises logged."""
         values = (name, args, entry, context, outcome)
-        if self.post.wrapped is not None:
-            shims = [self._observer(i, values) for i in reversed(self.post.impls)]
-            failure = self._call_wrapped(self.post, shims, values)
-            if isinstance(failure, HookStop):
-                log.error("post_tool_call: %s (ignored)", failure.message)
-            return
-        for impl in self.post.impls:
+        trace = self.trace
+        for run, impl in self._post_calls:
             try:
-                impl.call(name, args, entry, context, outcome)
+                run(values)
             except Exception:
                 _post_failed(impl.plugin_name)
-            if self.trace:
+            if trace:
                 self._trace("post_tool_call", impl, values, POST_ARGS, None)
+
+    def _post_wrapped(self, name: str, args: dict[str, Any], entry: Any, context: Any, outcome: Any) -> None:
+        """``run_post`` inside the wrappers (pluggy runs them around the isolated observers)."""
+        values = (name, args, entry, context, outcome)
+        shims = [self._observer(i, values) for i in reversed(self.post.impls)]
+        failure = self._call_wrapped(self.post, shims, values)
+        if isinstance(failure, HookStop):
+            log.error("post_tool_call: %s (ignored)", failure.message)
 
     def _observer(self, impl: Impl, values: Sequence[Any]) -> Callable[[], Any]:
         def run() -> Any:
@@ -419,7 +391,8 @@ class HookRunner:
 
         return run
 
-    def _transform_loop(self, name: str, args: dict[str, Any], entry: Any, context: Any, text: str) -> str:
+    def _transform(self, name: str, args: dict[str, Any], entry: Any, context: Any, text: str) -> str:
+        """``run_transform``: inside the wrappers when there are any."""
         hook = self.transform
         if hook.wrapped is not None:
             box = [text]
@@ -452,7 +425,7 @@ class HookRunner:
 
     def _transform_one(self, impl: Impl, name: str, args: Any, entry: Any, context: Any, text: str) -> Any:
         try:
-            new = impl.call(name, args, entry, context, text)
+            new = impl.run((name, args, entry, context, text))
         except Exception:
             return _transform_failed(impl.plugin_name)
         if self.trace:
@@ -581,12 +554,6 @@ class HookRunner:
 
         wrappers = self.pm.subset_hook_caller(hook, {i.plugin for i in impls if not _is_wrapper(i)})
         return wrappers.call_extra([shim(i) for i in reversed(plain)], dict(kwargs))
-
-
-def _compiled(source: str, namespace: dict[str, Any], name: str) -> Callable[..., Any]:
-    exec(compile(source, f"<hermes hook runner: {name}>", "exec"), namespace)
-    function: Callable[..., Any] = namespace[name]
-    return function
 
 
 def _post_failed(plugin: str) -> None:

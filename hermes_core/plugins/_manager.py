@@ -1,7 +1,10 @@
 """Load plugins from every source into one pluggy manager, recording each plugin's fate.
 
 One broken plugin never takes the others down: its error is recorded on its ``PluginRecord`` (shown by
-``hermes plugins list`` and ``hermes plugins doctor``) and loading goes on, unless ``strict`` is set.
+``hermes plugins list`` and ``hermes plugins doctor``) and loading goes on, unless ``strict`` is set. A tool
+refused while its plugin loads (a name another plugin owns, a schema the checker refuses) costs that tool
+alone: the plugin keeps its other tools and its hooks, and the refusal is recorded on it. A plugin that fails
+whole loses its hooks; what that means for calls is ``_policy``'s ``on_failure``.
 """
 
 from __future__ import annotations
@@ -24,10 +27,21 @@ import pluggy
 
 from .. import hookspecs
 from .._trace import trace
-from ..registry import Provenance, ReservedToolName, ToolRegistry, bound_registry, provenance
+from ..registry import (
+    Provenance,
+    RegistrationError,
+    ReservedToolName,
+    ToolEntry,
+    ToolRegistry,
+    bound_registry,
+    current_provenance,
+    provenance,
+)
 from ._dropin import scan_directory
 from ._entrypoints import EntryPointInfo, discover
+from ._fixes import config_fix, failure_advice, refusal_advice, unmarked_fix
 from ._hooks import HookRunner, refusals
+from ._policy import POLICY_HOOKS, Refusal, declared_hooks, failure_mode, unmarked_hooks
 from ._precedence import Arbiter, announce_once, first_party_module, is_first_party_entry_point
 
 __all__ = ["PluginHost", "PluginLoadError", "PluginRecord"]
@@ -58,6 +72,12 @@ class PluginRecord:
     tools: list[str] = field(default_factory=list)
     note: str = ""
     first_party: bool = False  # the hermes-tools distribution's own ``builtin`` plugin (see _precedence)
+    refused: dict[str, str] = field(default_factory=dict)  # tools refused while it loaded -> why
+    config_problems: list[dict[str, str]] = field(default_factory=list)  # {section, path, message}
+    unmarked: list[str] = field(default_factory=list)  # functions named after a hook but without @hookimpl
+    on_failure: str = (
+        ""  # for a failed plugin: "refuse" (calls are blocked) or "continue" (they run without it)
+    )
     # parts of a loaded plugin that failed alone (``register_tools`` returned them): unit -> reason
     failed_units: dict[str, str] = field(default_factory=dict)
 
@@ -77,12 +97,28 @@ class PluginRecord:
             "tools": list(self.tools),
             "note": self.note,
             "first_party": self.first_party,
+            "refused": dict(self.refused),
+            "config_problems": [dict(p) for p in self.config_problems],
+            "unmarked": list(self.unmarked),
+            "on_failure": self.on_failure,
             "failed_units": dict(self.failed_units),
         }
 
 
 def _error_text(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}"
+
+
+def _references_as_text(value: Any) -> Any:
+    """A config section with ``{env = ...}``/``{file = ...}`` references as text: a secret is never echoed in a
+    message, and a reference stands for a string."""
+    if isinstance(value, dict):
+        if len(value) == 1 and set(value) <= {"env", "file"}:
+            return f"<from {next(iter(value))} {next(iter(value.values()))}>"
+        return {k: _references_as_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_references_as_text(v) for v in value]
+    return value
 
 
 class PluginHost:
@@ -95,10 +131,12 @@ class PluginHost:
         strict: bool = False,
         blocked: Iterable[str] = (),
         overrides: Mapping[str, str] | None = None,
+        on_failure: Mapping[str, str] | None = None,
     ) -> None:
         self.registry = registry
         self.strict = strict
         self.blocked = frozenset(blocked)
+        self.on_failure = dict(on_failure or {})  # [plugins] on_failure (see _policy)
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.hooks = HookRunner(self.pm)
@@ -106,23 +144,56 @@ class PluginHost:
         self._sid = next(_system_ids)
         self.arbiter = Arbiter(overrides=dict(overrides or {}))
         registry.arbiter = self.arbiter
-        self.on_evict: Callable[[str], None] | None = None  # drops an evicted plugin's toolsets
+        registry.on_refusal = self._refused_tool
+        self._loading: str | None = None  # the plugin whose registration code runs now
         self._first_party_module: str | None = None
         self._tools_ran: set[str] = set()  # plugins whose register_tools already ran
-        self._generation_before = 0  # the registry's generation when the running plugin began to register
 
     # -- bookkeeping -------------------------------------------------------------------------------------
 
-    def _fail(self, record: PluginRecord, stage: str, err: BaseException) -> None:
+    def _fail(self, record: PluginRecord, stage: str, err: BaseException, plugin: object = None) -> None:
+        """Record a plugin that failed whole (``plugin``: its object, when it was imported) and apply the
+        failure policy: a lost ``pre_tool_call`` refuses every call unless ``on_failure`` says otherwise."""
         record.status = "failed"
         record.stage = stage
         record.error = _error_text(err)
-        self.arbiter.refused.pop(record.name, None)
-        if isinstance(err, ReservedToolName):
-            announce_once(record.name, err.name, str(err))
-        log.error("plugin %r failed at %s: %s", record.name, stage, record.error, exc_info=err)
+        record.hooks = declared_hooks(record, plugin)
+        advice = failure_advice(record)
+        fix = f"; fix: {advice.fix}" if advice is not None else ""
+        log.error("plugin %r failed at %s: %s%s", record.name, stage, record.error, fix, exc_info=err)
         if self.strict:
             raise PluginLoadError(f"plugin {record.name!r} failed at {stage}: {record.error}") from err
+        record.on_failure = failure_mode(record, self.on_failure)
+        lost = sorted(POLICY_HOOKS & set(record.hooks))
+        if record.on_failure == "refuse":
+            taken = self.pm.get_plugin(record.name) is not None  # a duplicate name: the first one loaded
+            self.pm.register(Refusal(), name=f"{record.name}#failed" if taken else record.name)
+            log.error(
+                'plugin %r failed, so every tool call is refused until it loads ([plugins] on_failure = "refuse")',
+                record.name,
+            )
+        elif lost:
+            log.error(
+                'plugin %r failed: tool calls run WITHOUT its %s hook ([plugins] on_failure = "continue")',
+                record.name,
+                ", ".join(lost),
+            )
+
+    def _refused_tool(self, entry: ToolEntry, err: RegistrationError) -> bool:
+        """The registry refused one of the loading plugin's tools: that tool is lost, the plugin goes on."""
+        plugin = current_provenance().plugin
+        record = self.records.get(plugin) if plugin is not None else None
+        if record is None or plugin != self._loading or self.strict:
+            return False  # not a plugin being loaded (or strict loading): the error is raised
+        self._lose(record, entry.name, err)
+        return True
+
+    def _lose(self, record: PluginRecord, tool: str, err: RegistrationError) -> None:
+        record.refused[tool] = str(err)
+        record.tools = [t for t in record.tools if t != tool]
+        advice = refusal_advice(record, str(err))
+        log.info("plugin %r lost its tool %r: %s; fix: %s", record.name, tool, advice.message, advice.fix)
+        announce_once(record.name, tool, advice.message, advice.fix)
 
     def _partial(self, record: PluginRecord, failed: object) -> None:
         """Record the units a plugin's ``register_tools`` says failed alone (its other tools stay loaded)."""
@@ -157,20 +228,30 @@ class PluginHost:
         self.records[record.name] = record
         return record
 
+    @staticmethod
+    def _say_unmarked(record: PluginRecord) -> None:
+        for name in record.unmarked:
+            fix = unmarked_fix(name)
+            log.error(
+                "plugin %r defines %s without @hookimpl, so it never runs; fix: %s", record.name, name, fix
+            )
+
     def _add_to_pm(self, record: PluginRecord, plugin: object) -> bool:
+        record.unmarked = unmarked_hooks(plugin)
         try:
             self.pm.register(plugin, name=record.name)
         except Exception as err:  # pluggy validation: unknown hook, bad argument names, same object twice
-            self._fail(record, "register", err)
+            self._fail(record, "register", err, plugin)
             return False
         refused = refusals(self.pm, plugin)
         if refused:  # hook options the runner cannot honour: refused loudly rather than misbehaving
             self.pm.unregister(plugin)
-            self._fail(record, "register", pluggy.PluginValidationError(plugin, "; ".join(refused)))
+            self._fail(record, "register", pluggy.PluginValidationError(plugin, "; ".join(refused)), plugin)
             return False
         record.hooks = sorted(
             {impl.name for impl in self.pm.get_hookcallers(plugin) or []}  # type: ignore[attr-defined]
         )
+        self._say_unmarked(record)
         return True
 
     # -- sources -----------------------------------------------------------------------------------------
@@ -262,6 +343,7 @@ class PluginHost:
                 raise ImportError(f"cannot load {path}")
             module = importlib.util.module_from_spec(spec)
             sys.modules[modname] = module
+            self._loading = record.name
             with bound_registry(self.registry), provenance(origin):
                 spec.loader.exec_module(module)
         except (Exception, SystemExit) as err:
@@ -270,18 +352,20 @@ class PluginHost:
             self._rollback(record.name, before)
             self._fail(record, "import", err)
             return
+        finally:
+            self._loading = None
         record.import_ms = (time.perf_counter() - start) * 1000
-        if self._refused_quietly(record, before):
-            sys.modules.pop(modname, None)
-            return
         record.tools = [e.name for e in self.registry.entries() if e.plugin == record.name]
         marker = f"{hookspecs.PROJECT}_impl"
         if any(hasattr(value, marker) for value in vars(module).values()):
             self._add_to_pm(record, module)
-        elif not record.tools:
-            record.note = "imported, but it registered no tool and implements no hook" + (
-                f" ({detail})" if detail else ""
-            )
+        else:
+            record.unmarked = unmarked_hooks(module)
+            self._say_unmarked(record)
+            if not (record.tools or record.refused or record.unmarked):
+                record.note = "imported, but it registered no tool and implements no hook" + (
+                    f" ({detail})" if detail else ""
+                )
 
     def add_plugin(self, plugin: object, name: str | None = None) -> PluginRecord:
         """Register an in-process plugin object or module (the ``plugins=`` argument, tests, hosts)."""
@@ -313,13 +397,16 @@ class PluginHost:
             if record is not None
             else Provenance(plugin_name)
         )
-        before = self._generation_before = self.registry.generation
+        before = self.registry.generation
+        self._loading = plugin_name
         try:
             with bound_registry(self.registry), provenance(origin):
                 yield
         except Exception:
             self._rollback(plugin_name, before)
             raise
+        finally:
+            self._loading = None
 
     def run_register_tools(self, only: object = None, *, first_party_only: bool = False) -> None:
         """Call every ``register_tools`` impl not yet run (or only ``only``'s, or only the built-ins'), the
@@ -345,16 +432,12 @@ class PluginHost:
             record = self.records.get(step.plugin_name)
             if record is None or record.status != "loaded":
                 continue
-            before = self._generation_before
             if step.error is not None:
                 self.pm.unregister(step.plugin)
                 self._settle_evictions()
-                self._fail(record, "register_tools", step.error)
+                self._fail(record, "register_tools", step.error, step.plugin)
                 continue
             self._settle_evictions()
-            if self._refused_quietly(record, before):
-                self.pm.unregister(step.plugin)
-                continue
             record.tools = [e.name for e in self.registry.entries() if e.plugin == record.name]
             if self.hooks.trace:
                 trace(f"register_tools {record.name} -> registered {record.tools}")
@@ -386,6 +469,48 @@ class PluginHost:
                 log.error("plugin %r: bad toolset definition: %s", record.name, record.error)
                 if self.strict:
                     raise PluginLoadError(f"plugin {record.name!r}: {record.error}") from err
+
+    def check_config(self, sections: Callable[[str], Any], where: str) -> None:
+        """Check each ``[plugins.<section>]`` table against the schema its plugin declares
+        (``plugin_config_schema``); what is wrong is recorded on the plugin and logged with the fix.
+
+        ``sections(name)`` returns a section as written (secret references unresolved) or None; ``where`` names
+        the configuration file for the fix.
+        """
+        from ..schema import schema_problems, value_problems
+
+        for step in self.hooks.each("plugin_config_schema", {}, order=self._first_party_first):
+            record = self.records.get(step.plugin_name)
+            if record is None or record.status != "loaded":
+                continue
+            record.config_problems = []
+            if step.error is not None or (step.value is not None and not isinstance(step.value, dict)):
+                why = _error_text(step.error) if step.error else f"returned {type(step.value).__name__}"
+                record.config_problems.append(
+                    {"section": "", "path": "", "message": f"plugin_config_schema {why}"}
+                )
+                continue
+            for section, schema in (step.value or {}).items():
+                broken = (
+                    schema_problems(schema)
+                    if isinstance(schema, dict)
+                    else ["it is not a JSON Schema object"]
+                )
+                if broken:
+                    message = f"its schema for [plugins.{section}] is invalid: {broken[0]}"
+                    record.config_problems.append({"section": section, "path": "", "message": message})
+                    continue
+                value = sections(section)
+                if value is None:
+                    continue
+                for bad in value_problems(schema, _references_as_text(value)):
+                    path = "" if bad.path == "$" else bad.path
+                    said = bad.message or f"{path or 'the table'}: expected {bad.expected}, got {bad.got}"
+                    message = f"[plugins.{section}] {said}"
+                    record.config_problems.append({"section": section, "path": path, "message": message})
+            for found in record.config_problems:
+                fix = config_fix(found, where)
+                log.error("plugin %r: %s; fix: %s", record.name, found["message"], fix)
 
     def unknown_hooks(self) -> list[tuple[str, str]]:
         """``(plugin, hook)`` for each hook implementation that names no hook of the project (optional ones
@@ -437,30 +562,12 @@ class PluginHost:
 
         return sorted(impls, key=rank)
 
-    def _refused_quietly(self, record: PluginRecord, generation_before: int) -> bool:
-        """A plugin that caught the refusal of a built-in name and went on is failed all the same."""
-        refusals = self.arbiter.refused.get(record.name)
-        if not refusals or record.status != "loaded":
-            return False
-        self._rollback(record.name, generation_before)
-        self._fail(record, "register", refusals[0])
-        return True
-
     def _settle_evictions(self) -> None:
-        """Fail the third-party plugins that lost a name to a built-in registered after them."""
+        """A third-party plugin that lost a name to a built-in registered after it loses that tool alone."""
         while self.arbiter.evictions:
             eviction = self.arbiter.evictions.pop(0)
-            for entry in self.registry.entries():
-                if entry.plugin == eviction.plugin:
-                    self.registry.deregister(entry.name)
-            plugin = self.pm.get_plugin(eviction.plugin)
-            if plugin is not None:
-                self.pm.unregister(plugin)
-            if self.on_evict is not None:
-                self.on_evict(eviction.plugin)
             record = self.records.get(eviction.plugin)
             builtin = self.registry.get(eviction.tool)
-            if record is None or record.status != "loaded" or builtin is None:
+            if record is None or builtin is None:
                 continue
-            record.tools = []
-            self._fail(record, "register", ReservedToolName(eviction.tool, builtin, eviction.plugin))
+            self._lose(record, eviction.tool, ReservedToolName(eviction.tool, builtin, eviction.plugin))

@@ -10,19 +10,20 @@ The rules, applied by the registry's arbiter whenever a plugin registers a name 
   the holder's; a built-in registered later is kept out quietly, any other plugin's registration is a clash
   (even with ``replace=True``). The displaced owner is remembered for ``hermes tools list``.
 - Otherwise a first-party name is reserved: another plugin's registration is refused (``ReservedToolName``,
-  even with ``replace=True``) and that plugin alone is marked failed. When a built-in registers a name a
+  even with ``replace=True``) and that plugin loses that tool alone (its other tools and hooks stay). When a built-in registers a name a
   third-party plugin took earlier (only possible when a built-in is added late, at run time), the built-in
-  takes it and the third-party plugin is the one that fails.
+  takes it and the third-party plugin loses that tool.
 - Between third-party plugins the registry's default rules apply (a typed clash error unless ``replace``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -36,9 +37,11 @@ __all__ = [
     "FIRST_PARTY_ENTRY_POINT",
     "Arbiter",
     "announce_once",
+    "announcements_muted",
     "first_party_module",
     "is_first_party_entry_point",
     "plugin_matches",
+    "source_label",
 ]
 
 FIRST_PARTY_DISTRIBUTION = "hermes-tools"
@@ -47,6 +50,7 @@ FIRST_PARTY_ENTRY_POINT = "builtin"
 log = logging.getLogger("hermes.plugins")
 _announced: set[tuple[str, str]] = set()
 _announce_lock = threading.Lock()
+_muted = 0  # > 0 while a command reports what loading found itself (hermes plugins doctor, plugins list)
 
 
 def is_first_party_entry_point(ep: EntryPointInfo) -> bool:
@@ -87,16 +91,42 @@ def plugin_matches(wanted: str, plugin: str | None, distribution: str | None = N
     return plugin.startswith("dropin:") and wanted == plugin[len("dropin:") :]
 
 
-def announce_once(plugin: str, tool: str, message: str) -> None:
-    """Print a refused clash on stderr, once per process for each plugin and tool (loads repeat in one process)."""
+def source_label(source: str | None, distribution: str | None) -> str:
+    """How a plugin or tool's source reads in listings: ``built-in`` for this distribution's own plugin, else
+    ``entry point``, ``drop-in``, ``mcp`` or ``api``."""
+    if distribution == FIRST_PARTY_DISTRIBUTION:
+        return "built-in"
+    return source or ""
+
+
+def announce_once(plugin: str, tool: str, message: str, fix: str) -> None:
+    """Say on stderr that ``plugin`` lost ``tool`` and how to fix it, once per process for each plugin and tool
+    (loads repeat in one process); printed, not logged, so a host without logging set up still sees it."""
     with _announce_lock:
-        if (plugin, tool) in _announced:
+        if (plugin, tool) in _announced or _muted:
             return
         _announced.add((plugin, tool))
     try:
-        print(f"hermes: plugin {plugin!r} refused: {message}", file=sys.stderr, flush=True)
+        print(
+            f"hermes: plugin {plugin!r} lost its tool {tool!r}: {message}; fix: {fix}",
+            file=sys.stderr,
+            flush=True,
+        )
     except (OSError, ValueError):  # a closed or broken stderr must not break loading
         pass
+
+
+@contextlib.contextmanager
+def announcements_muted() -> Iterator[None]:
+    """Say nothing from ``announce_once`` inside the block (the caller reports every refusal itself)."""
+    global _muted
+    with _announce_lock:
+        _muted += 1
+    try:
+        yield
+    finally:
+        with _announce_lock:
+            _muted -= 1
 
 
 @dataclass(slots=True)
@@ -116,7 +146,6 @@ class Arbiter:
     overrides: Mapping[str, str] = field(default_factory=dict)  # tool name -> plugin the config names
     distributions: dict[str, str] = field(default_factory=dict)  # record name -> distribution
     overridden: dict[str, str] = field(default_factory=dict)  # tool name -> plugin the override displaced
-    refused: dict[str, list[ReservedToolName]] = field(default_factory=dict)  # plugin -> refusals
     evictions: list[Eviction] = field(default_factory=list)
 
     def _named(self, wanted: str, plugin: str | None) -> bool:
@@ -143,9 +172,7 @@ class Arbiter:
         old_first = existing.plugin in self.first_party
         new_first = new.plugin in self.first_party
         if old_first and not new_first:
-            err = ReservedToolName(name, existing, new.plugin)
-            self.refused.setdefault(new.plugin or "?", []).append(err)
-            raise err
+            raise ReservedToolName(name, existing, new.plugin)
         if new_first and not old_first:
             if existing.plugin is None:  # registered by the host itself, on purpose: the host's tool stays
                 log.warning("built-in tool %r not registered: the host registered its own", name)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from ._args_errors import ArgumentProblem, ToolArgumentError, describe
-from ._args_fast import static_depth
+from ._args_fast import build_fast_checks, static_depth
 from ._parse import _no_duplicates, check_shape, count_keys, parse_raw_arguments
 from ._validate import Limits, canonical, compile_schema
 
@@ -28,6 +28,7 @@ __all__ = [
     "compile_arguments",
     "parameters_schema",
     "parse_tool_arguments",
+    "value_problems",
 ]
 
 MAX_LENGTH = 1_000_000
@@ -116,7 +117,9 @@ class ArgumentsProcessor:
         self.max_string = max_string
         self.max_depth = max_depth
         self.max_items = max_items
-        self._root, _ = compile_schema(self.schema, Limits(max_string, max_items))
+        limits = Limits(max_string, max_items)
+        self._root, nodes = compile_schema(self.schema, limits)
+        build_fast_checks(nodes, limits)
         self._ok = self._root.ok
         self._check_shape_first = static_depth(self._root) > max_depth
 
@@ -238,3 +241,10 @@ def coerce_tool_args(schema: Mapping[str, Any], args: dict[str, Any]) -> dict[st
     that cannot be converted are left as they are (validation reports them).
     """
     return _processor_for(schema).coerce(args)
+
+
+def value_problems(schema: Mapping[str, Any], value: Any) -> list[ArgumentProblem]:
+    """Every way ``value`` breaks the JSON Schema ``schema``, nothing coerced: for data that is not a model's
+    arguments (a plugin's configuration section). Raises ``ValueError`` for a schema that cannot be compiled."""
+    root, _ = compile_schema(schema, Limits(MAX_STRING, MAX_ITEMS))
+    return root.problems(value)

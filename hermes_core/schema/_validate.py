@@ -742,17 +742,15 @@ class _Compiler:
 
 
 def compile_schema(schema: Any, limits: Limits) -> tuple[Node, list[Node]]:
-    """Compile a parameters JSON Schema; return its root node and every node (for code generation).
+    """Compile a parameters JSON Schema; return its root node and every node (``_args_fast.build_fast_checks``
+    then gives each node its ``ok``).
 
     Raises ``ValueError`` for a schema that cannot be compiled (non-local or dangling ``$ref``, bad pattern,
     unknown type, self-application loop).
     """
-    from ._args_fast import build_fast_checks
-
     compiler = _Compiler(schema, limits)
     root = compiler.node(schema)
     compiler.check_cycles()
-    build_fast_checks(compiler.nodes, limits)
     return root, compiler.nodes
 
 

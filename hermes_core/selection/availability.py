@@ -1,10 +1,21 @@
-"""Which tools are available right now: ``requires_env`` and ``check_fn`` verdicts, cached with a short TTL.
+"""Which tools are available right now: ``requires_env`` and ``check_fn`` verdicts, each check run off the call path.
 
 A check is ``check_fn()`` or, when it declares a ``system`` parameter, ``check_fn(system)``. It returns a truth
 value, ``(ok, reason)``, or ``Unavailable(reason, by_design=True)`` for a tool that is hidden on purpose in this
 setting (``clarify`` without a way to ask the user): the doctor does not count that as a problem; an
-``Unavailable`` with a ``fix`` gives the doctor its remedy. It runs on a small thread pool with a timeout, so a check that hangs hides its tool (with that
-reason) instead of hanging ``definitions()``; a hung check is not resubmitted while it is still running.
+``Unavailable`` with a ``fix`` gives the doctor its remedy.
+
+Checks never run on the caller's thread. Each run is started on a daemon thread of its own, all of them at once
+(when the system is loaded, and for new or expired verdicts when a selection is resolved), and has a deadline
+(``[tools] check_timeout`` after it started). A verdict is kept for ``[tools] check_ttl`` seconds; after that it
+is still used while the check runs again. Who waits for what:
+
+- ``definitions()`` and the other whole-selection questions wait for the checks that have no verdict yet, each
+  until its deadline at most;
+- a call waits only for the check of the tool it calls, never for another tool's;
+- a check that overruns its deadline makes its tool "unknown": hidden, with that reason, until the check
+  answers (its verdict is then used at once); it is not started again while it still runs, and as its thread
+  is a daemon it never keeps the process from exiting.
 """
 
 from __future__ import annotations
@@ -13,18 +24,16 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Collection, Iterable
+from typing import Any
 
 from ..decisions import Unavailable
 from ..registry import ToolEntry
 
-if TYPE_CHECKING:
-    import concurrent.futures as cf
-
-__all__ = ["Availability", "Unavailable"]
+__all__ = ["Availability", "Unavailable", "takes_system"]
 
 log = logging.getLogger("hermes.checks")
+_monotonic = time.monotonic
 
 
 def takes_system(fn: Callable[..., object]) -> bool:
@@ -37,36 +46,158 @@ def takes_system(fn: Callable[..., object]) -> bool:
         return False
 
 
+class _Run:
+    """One run of one check on its own daemon thread: its deadline and, once it answered, its verdict."""
+
+    __slots__ = ("deadline", "done", "timeout", "verdict")
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.deadline = _monotonic() + timeout
+        self.done = threading.Event()
+        self.verdict: Verdict | None = None
+
+
+Verdict = tuple[bool, str, bool, str]
+"""``(ok, reason, hidden by design, the remedy the check named or "")``."""
+
+
 class Availability:
-    """Check verdicts per tool: ``(ok, reason)``, each valid until its expiry time."""
+    """Check verdicts: each check's last answer, valid until its expiry time (see the module docstring)."""
 
     def __init__(self, ttl: float = 5.0, timeout: float = 2.0, system: object = None) -> None:
         self.system = system
         self.ttl = ttl
         self.timeout = timeout
-        # name -> (expires_at, ok, reason, check_fn the verdict was made for)
-        self._verdicts: dict[str, tuple[float, bool, str, object]] = {}
-        self._running: dict[object, cf.Future[object]] = {}
-        self._pool: cf.ThreadPoolExecutor | None = None
+        self._answers: dict[object, tuple[float, Verdict]] = {}  # check_fn -> (expires_at, its last verdict)
+        self._runs: dict[object, _Run] = {}  # check_fn -> its run in flight
         self._lock = threading.Lock()
-        self.epoch = 0  # bumped whenever a verdict changes
+        self._closed = False
+        self.epoch = 0  # bumped whenever a check answers or the verdicts are dropped: selections follow it
         self.by_design: set[str] = (
             set()
         )  # tools whose last verdict hid them on purpose (Unavailable.by_design)
         self.fixes: dict[str, str] = {}  # tool -> the remedy its last Unavailable verdict named
 
     def invalidate(self) -> None:
-        """Forget every verdict (the next query re-runs the checks)."""
+        """Forget every verdict (the next question runs the checks again)."""
         with self._lock:
-            self._verdicts.clear()
+            self._answers.clear()
             self.epoch += 1
 
-    def _executor(self) -> cf.ThreadPoolExecutor:
-        if self._pool is None:
-            import concurrent.futures as cf
+    def start(self, entries: Iterable[ToolEntry]) -> None:
+        """Start the checks of ``entries`` that have no current verdict, all at once, without waiting."""
+        self.assess(entries, wait=())
 
-            self._pool = cf.ThreadPoolExecutor(max_workers=8, thread_name_prefix="hermes-check")
-        return self._pool
+    def verdicts(self, entries: Iterable[ToolEntry]) -> dict[str, tuple[bool, str]]:
+        """Current verdicts for ``entries``, waiting for the checks that have none (each until its deadline)."""
+        return self.assess(entries, wait=True)[0]
+
+    def wait_for(self, entry: ToolEntry) -> tuple[bool, str]:
+        """The verdict of one tool, waiting for its own check (until its deadline) when it is running."""
+        return self.assess([entry], wait=(entry.name,))[0][entry.name]
+
+    def assess(
+        self, entries: Iterable[ToolEntry], wait: bool | Collection[str] = True
+    ) -> tuple[dict[str, tuple[bool, str]], frozenset[str]]:
+        """``(verdicts, pending)``: the verdict of each entry, and the tools whose check is still running.
+
+        A missing or expired verdict starts its check (unless it already runs). ``wait`` says whose checks to
+        wait for, each until its deadline: True for all, or a collection of tool names. A tool whose check runs
+        and is not waited for keeps its previous verdict (hidden as not checked yet when it has none) and is
+        pending; one whose check overran its deadline is hidden as unknown.
+        """
+        now = _monotonic()
+        everyone = wait is True
+        waited_for: Collection[str] = () if isinstance(wait, bool) else wait
+        out: dict[str, tuple[bool, str]] = {}
+        waiting: list[tuple[ToolEntry, _Run]] = []
+        pending: set[str] = set()
+        for entry in entries:
+            name, check = entry.name, entry.check_fn
+            reason = self._env_reason(entry)
+            if reason is not None or check is None:
+                out[name] = (reason is None, reason or "")
+                self.by_design.discard(name)
+                self.fixes.pop(name, None)
+                continue
+            answer = self._answers.get(check)
+            if answer is not None and answer[0] > now:
+                out[name] = self._verdict(name, answer[1])
+                continue
+            run = self._run_for(check)
+            if run.done.is_set():
+                assert run.verdict is not None
+                out[name] = self._verdict(name, run.verdict)
+            elif run.deadline <= now:
+                out[name] = (False, _unknown(run))
+            elif everyone or name in waited_for:
+                waiting.append((entry, run))
+            else:
+                pending.add(name)
+                out[name] = (
+                    self._verdict(name, answer[1]) if answer else (False, "its check is still running")
+                )
+        for entry, run in waiting:
+            run.done.wait(max(0.0, run.deadline - _monotonic()))
+            if run.verdict is not None:
+                out[entry.name] = self._verdict(entry.name, run.verdict)
+            else:
+                out[entry.name] = (False, _unknown(run))
+        return out, frozenset(pending)
+
+    def _verdict(self, name: str, verdict: Verdict) -> tuple[bool, str]:
+        ok, reason, by_design, fix = verdict
+        if by_design:
+            self.by_design.add(name)
+        else:
+            self.by_design.discard(name)
+        if fix:
+            self.fixes[name] = fix
+        else:
+            self.fixes.pop(name, None)
+        return ok, reason
+
+    def _run_for(self, check: Callable[..., Any]) -> _Run:
+        """The run of ``check`` in flight, else a new one started now on a daemon thread."""
+        with self._lock:
+            run = self._runs.get(check)
+            if run is not None:
+                return run
+            answer = self._answers.get(check)
+            if answer is not None and answer[0] > _monotonic():  # it answered a moment ago
+                run = _Run(self.timeout)
+                run.verdict = answer[1]
+                run.done.set()
+                return run
+            run = self._runs[check] = _Run(self.timeout)
+        if self._closed:
+            self._answer(check, run, (False, "the tool system is closed", False, ""))
+            return run
+        threading.Thread(target=self._execute, args=(check, run), name="hermes-check", daemon=True).start()
+        return run
+
+    def _execute(self, check: Callable[..., Any], run: _Run) -> None:
+        """On the run's own daemon thread: call the check and record its answer."""
+        try:
+            result = check(self.system) if takes_system(check) else check()
+        except Exception as err:
+            log.warning(
+                "check %s raised %s: %s", getattr(check, "__qualname__", check), type(err).__name__, err
+            )
+            verdict: Verdict = (False, f"check raised {type(err).__name__}: {err}", False, "")
+        else:
+            verdict = _judge(result)
+        self._answer(check, run, verdict)
+
+    def _answer(self, check: Callable[..., Any], run: _Run, verdict: Verdict) -> None:
+        with self._lock:
+            self._answers[check] = (_monotonic() + self.ttl, verdict)
+            if self._runs.get(check) is run:
+                del self._runs[check]
+            self.epoch += 1  # a late answer shows at once: selections resolved before it are stale now
+        run.verdict = verdict
+        run.done.set()
 
     def _env_reason(self, entry: ToolEntry) -> str | None:
         missing = [var for var in entry.requires_env if not os.environ.get(var)]
@@ -74,71 +205,19 @@ class Availability:
             return f"missing environment variable{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
         return None
 
-    def verdicts(self, entries: Iterable[ToolEntry]) -> dict[str, tuple[bool, str]]:
-        """Current verdicts for ``entries``; expired or missing ones are (re)computed, checks in parallel."""
-        now = time.monotonic()
-        out: dict[str, tuple[bool, str]] = {}
-        pending: list[tuple[ToolEntry, cf.Future[object]]] = []
-        for entry in entries:
-            cached = self._verdicts.get(entry.name)
-            if cached is not None and cached[0] > now and cached[3] is entry.check_fn:
-                out[entry.name] = (cached[1], cached[2])
-                continue
-            reason = self._env_reason(entry)
-            if reason is not None:
-                self._store(entry, False, reason, now)
-                out[entry.name] = (False, reason)
-            elif entry.check_fn is None:
-                self._store(entry, True, "", now)
-                out[entry.name] = (True, "")
-            else:
-                fut = self._running.get(entry.check_fn)
-                if fut is None or fut.done():
-                    fut = self._executor().submit(self._run_check, entry.check_fn)
-                    self._running[entry.check_fn] = fut
-                pending.append((entry, fut))
-        if pending:
-            import concurrent.futures as cf
-
-            cf.wait([f for _, f in pending], timeout=self.timeout)
-            for entry, fut in pending:
-                ok, reason = self._read(entry, fut)
-                self._store(entry, ok, reason, now)
-                out[entry.name] = (ok, reason)
-        return out
-
-    def _run_check(self, check: Callable[..., object]) -> object:
-        """Call a check; one that declares a parameter named ``system`` gets the tool system."""
-        return check(self.system) if takes_system(check) else check()
-
-    def _read(self, entry: ToolEntry, fut: cf.Future[object]) -> tuple[bool, str]:
-        if not fut.done():
-            return False, f"check timed out after {self.timeout:g} s"
-        self._running.pop(entry.check_fn, None)
-        err = fut.exception()
-        if err is not None:
-            log.warning("check of tool %r raised %s: %s", entry.name, type(err).__name__, err)
-            return False, f"check raised {type(err).__name__}: {err}"
-        result = fut.result()
-        if isinstance(result, Unavailable):
-            if result.by_design:
-                self.by_design.add(entry.name)
-            if result.fix:
-                self.fixes[entry.name] = result.fix
-            return False, result.reason or "check failed"
-        self.by_design.discard(entry.name)
-        self.fixes.pop(entry.name, None)
-        if isinstance(result, tuple) and len(result) == 2:  # (ok, reason) from a check that explains itself
-            return bool(result[0]), str(result[1] or ("" if result[0] else "check failed"))
-        return (True, "") if result else (False, "check_fn returned False")
-
-    def _store(self, entry: ToolEntry, ok: bool, reason: str, now: float) -> None:
-        prior = self._verdicts.get(entry.name)
-        self._verdicts[entry.name] = (now + self.ttl, ok, reason, entry.check_fn)
-        if prior is None or prior[1] != ok:
-            self.epoch += 1
-
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        """Start no more checks; the ones running end on their own (their threads are daemons)."""
+        self._closed = True
+
+
+def _unknown(run: _Run) -> str:
+    return f"check timed out after {run.timeout:g} s (it still runs; availability unknown until it answers)"
+
+
+def _judge(result: object) -> Verdict:
+    """``(ok, reason, by design)`` from what a check returned."""
+    if isinstance(result, Unavailable):
+        return False, result.reason or "check failed", result.by_design, result.fix or ""
+    if isinstance(result, tuple) and len(result) == 2:  # (ok, reason) from a check that explains itself
+        return bool(result[0]), str(result[1] or ("" if result[0] else "check failed")), False, ""
+    return (True, "", False, "") if result else (False, "check_fn returned False", False, "")

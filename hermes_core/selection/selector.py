@@ -38,14 +38,18 @@ def names_key(value: Names) -> tuple[str, ...] | None:
 
 @dataclass(slots=True)
 class Selection:
-    """The resolved tools of one key: valid for one registry generation and toolsets version, until ``expires``."""
+    """The resolved tools of one key: valid for one registry generation, toolsets version and checks epoch, until
+    ``expires``. ``pending`` are selected tools whose check was still running when it was resolved (see
+    ``Availability``): they keep their previous verdict, or are hidden when they have none."""
 
     generation: int
     toolsets_version: int
+    epoch: int
     expires: float
     available: frozenset[str]
     selected: frozenset[str]
     hidden: dict[str, str]
+    pending: frozenset[str] = frozenset()
     rendered: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     deferred: dict[str, bool] = field(
         default_factory=dict
@@ -55,13 +59,22 @@ class Selection:
 
 
 class Runnable:
-    """What the call pipeline reads of a selection: the tools a call may run, and why others are hidden."""
+    """What the call pipeline reads of a selection: the tools a call may run (``available``, with their
+    ``entries`` by name), why others are hidden, and the tools whose check was still running (``pending``)."""
 
-    __slots__ = ("available", "hidden")
+    __slots__ = ("available", "entries", "hidden", "pending")
 
-    def __init__(self, available: frozenset[str], hidden: dict[str, str]) -> None:
+    def __init__(
+        self,
+        available: frozenset[str],
+        hidden: dict[str, str],
+        pending: frozenset[str] = frozenset(),
+        entries: dict[str, ToolEntry] | None = None,
+    ) -> None:
         self.available = available
         self.hidden = hidden
+        self.pending = pending
+        self.entries = entries if entries is not None else {}
 
 
 class Selector:
@@ -95,42 +108,73 @@ class Selector:
         self._selected_of: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
         self._default: Selection | None = None
 
-    def select(self, enabled: Names, disabled: Names, disabled_tools: Names) -> Selection:
-        """The current selection for this key (cached; re-resolved when anything it depends on changed)."""
+    def select(
+        self, enabled: Names, disabled: Names, disabled_tools: Names, *, wait: bool = True
+    ) -> Selection:
+        """The current selection for this key (cached; re-resolved when anything it depends on changed).
+
+        ``wait=False`` (the call path) never waits for a running check: such tools are ``pending`` in the
+        result. Otherwise the checks without a verdict are waited for, each until its deadline.
+        """
         if enabled is None and disabled is None and disabled_tools is None:
             sel = self._default  # the common case, kept out of the dict
             key: tuple[Any, ...] = _DEFAULT_KEY
         else:
             key = (names_key(enabled), names_key(disabled), names_key(disabled_tools))
             sel = self._selections.get(key)
-        registry_generation = self.registry.generation
-        toolsets_version = self.toolsets.version
+        generation, version, epoch = self.registry.generation, self.toolsets.version, self.availability.epoch
         if (
             sel is not None
-            and sel.generation == registry_generation
-            and sel.toolsets_version == toolsets_version
+            and sel.generation == generation
+            and sel.toolsets_version == version
+            and sel.epoch == epoch
             and sel.expires > _monotonic()
+            and not (wait and sel.pending)
         ):
             return sel
-        sel = self._resolve(key, (registry_generation, toolsets_version), sel)
+        sel = self._resolve(key, (generation, version, epoch), sel, wait)
         if key is _DEFAULT_KEY:
             self._default = sel
         return sel
 
     __call__ = select
 
-    def selected(self, runnable: frozenset[str]) -> frozenset[str]:
-        """The ``available`` set of the selection whose ``runnable`` set this is (itself when they are one)."""
-        found = self._selected_of.get(id(runnable))
-        return found[1] if found is not None and found[0] is runnable else runnable
-
-    def select_for_calls(self, enabled: Names, disabled: Names, disabled_tools: Names) -> Runnable:
-        """What a call with this selection may run (the pipeline's view of ``select``)."""
-        sel = self.select(enabled, disabled, disabled_tools)
+    def current(self, enabled: Names, disabled: Names, disabled_tools: Names) -> Runnable:
+        """What a call with this selection may run, without waiting for any check (``settle`` waits for one)."""
+        sel = self._default
+        if (  # the common case first: the host's own selection, still valid
+            sel is not None
+            and enabled is None
+            and disabled is None
+            and disabled_tools is None
+            and sel.generation == self.registry.generation
+            and sel.toolsets_version == self.toolsets.version
+            and sel.epoch == self.availability.epoch
+            and sel.expires > _monotonic()
+        ):
+            assert sel.for_calls is not None
+            return sel.for_calls
+        sel = self.select(enabled, disabled, disabled_tools, wait=False)
         assert sel.for_calls is not None
         return sel.for_calls
 
-    def _resolve(self, key: tuple[Any, ...], stamp: tuple[int, int], prior: Selection | None) -> Selection:
+    select_for_calls = current
+
+    def settle(self, name: str, enabled: Names, disabled: Names, disabled_tools: Names) -> Runnable:
+        """What a call may run once tool ``name``'s own running check has answered (or overrun its deadline)."""
+        entry = self.registry.get(name)
+        if entry is not None:
+            self.availability.wait_for(entry)
+        return self.current(enabled, disabled, disabled_tools)
+
+    def selected(self, runnable: frozenset[str]) -> frozenset[str]:
+        """What a call's context lists as enabled for the selection whose ``runnable`` set this is."""
+        found = self._selected_of.get(id(runnable))
+        return found[1] if found is not None and found[0] is runnable else runnable
+
+    def _resolve(
+        self, key: tuple[Any, ...], stamp: tuple[int, int, int], prior: Selection | None, wait: bool
+    ) -> Selection:
         enabled, disabled, disabled_tools = key
         if disabled is None:
             disabled = self.default_disabled if self.default_disabled is not None else self._config_disabled
@@ -140,10 +184,11 @@ class Selector:
             enabled if enabled is not None else self.default_enabled, disabled, disabled_tools
         )
         entries = [e for e in self.registry.entries() if e.name in selected]
-        verdicts = self.availability.verdicts(entries)
+        verdicts, pending = self.availability.assess(entries, wait=wait)
         available = frozenset(n for n, (ok, _) in verdicts.items() if ok)
         hidden = {n: reason for n, (ok, reason) in verdicts.items() if not ok}
-        sel = Selection(*stamp, time.monotonic() + self.availability.ttl, available, selected, hidden)
+        expires = time.monotonic() + self.availability.ttl
+        sel = Selection(*stamp, expires, available, selected, hidden, pending)
         runnable = available
         if (
             SEARCH_TOOL not in available
@@ -154,14 +199,22 @@ class Selector:
             # only when some are deferred); disabling it by name or toolset still takes it away
             runnable = available | {SEARCH_TOOL}
         sel.runnable = runnable
-        sel.for_calls = Runnable(runnable, hidden)
-        if runnable is not available:  # a call's context lists what it selected, not the search tool
+        usable = {e.name: e for e in entries if e.name in runnable}
+        search = self.registry.get(SEARCH_TOOL) if SEARCH_TOOL in runnable else None
+        if search is not None:
+            usable[SEARCH_TOOL] = search
+        sel.for_calls = Runnable(runnable, hidden, pending, usable)
+        # a call's context lists what it selected, not the search tool, and with the tools whose check is still
+        # running: one that acts through others (execute_code, delegate_task) must not lose them to a check that
+        # had not answered yet (each call it makes is admitted again, waiting for that tool's own check)
+        listed = available | pending if pending else available
+        if runnable is not listed:
             if len(self._selected_of) > 512:
                 self._selected_of.clear()
-            self._selected_of[id(runnable)] = (runnable, available)
+            self._selected_of[id(runnable)] = (runnable, listed)
         if (
             prior is not None
-            and (prior.generation, prior.toolsets_version) == stamp
+            and (prior.generation, prior.toolsets_version) == stamp[:2]
             and prior.available == available
         ):
             sel.rendered = prior.rendered  # same tools, same schemas: keep the rendered lists

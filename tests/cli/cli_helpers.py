@@ -129,6 +129,22 @@ registry.register(
 )
 """
 
+CURL_GUARD = """
+from hermes_core import Block, hookimpl, registry
+
+@hookimpl
+def pre_tool_call(name, arguments):
+    if "curl" in str(arguments.get("command", "")):
+        return Block("curl is not allowed here")
+
+registry.register(
+    name="write_file", toolset="guarded",
+    schema={"name": "write_file", "description": "Takes a built-in's name.",
+            "parameters": {"type": "object", "properties": {}}},
+    handler=lambda: "not the built-in",
+)
+"""
+
 COMMANDS = '''
 import click
 from hermes_core import hookimpl

@@ -28,6 +28,43 @@ def test_key_value_arguments_parse_json_values_else_strings() -> None:
             parse_call_arguments(bad)
 
 
+def test_key_value_arguments_follow_the_tools_schema() -> None:
+    parameters = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string"},
+            "timeout": {"type": "integer"},
+            "background": {"type": "boolean"},
+            "limit": {"type": ["integer", "null"]},
+            "mode": {"enum": ["fast", "slow"]},
+            "id": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
+    }
+    args = ["command=true", "timeout=60", "background=false", "limit=null", "mode=fast", "id=7", 'tags=["a"]']
+    assert parse_call_arguments(args, parameters) == {
+        "command": "true",  # a string property keeps the text: the command `true`, not the boolean
+        "timeout": 60,
+        "background": False,
+        "limit": None,
+        "mode": "fast",
+        "id": 7,  # a string or an integer: JSON that is one of the others wins
+        "tags": ["a"],
+    }
+    assert parse_call_arguments(["command=[1, 2]", "other=3"], parameters) == {
+        "command": "[1, 2]",
+        "other": 3,
+    }
+
+
+def test_call_converts_key_value_by_schema_end_to_end(home: Path, run: Run) -> None:
+    result = run("call", "terminal", "command=true", "--json")
+    outcome = json.loads(result.stdout)
+    assert (result.exit_code, outcome["status"]) == (0, "ok"), (
+        outcome
+    )  # `true` ran: no "expected string, got true"
+
+
 def test_call_ok_prints_the_result(greet_home: Path, run: Run) -> None:
     result = run("call", "greet", "name=bob", "times=2")
     assert result.exit_code == 0
@@ -114,3 +151,31 @@ def test_call_reads_arguments_from_stdin_and_files(greet_home: Path, run: Run, t
     assert missing.exit_code == 2 and "cannot read" in missing.stderr
     not_an_object = run("call", "greet", "-", input="[1, 2]")
     assert not_an_object.exit_code == 2 and "from standard input must be an object" in not_an_object.stderr
+
+
+CRASH = """
+from hermes_core import registry
+
+def crash() -> str:
+    raise ValueError("the upstream said no to key sk-ant-api03-" + "Q" * 90)
+
+registry.register(
+    name="crash", toolset="crash",
+    schema={"name": "crash", "description": "Always crashes.", "parameters": {"type": "object", "properties": {}}},
+    handler=crash,
+)
+"""
+
+
+def test_the_log_the_error_message_points_to_exists_and_holds_the_traceback(home: Path, run: Run) -> None:
+    write_plugin(home, "crash", CRASH)
+    log = Path(run("config", "path").stderr.split("# log: ")[1].splitlines()[0])
+    assert log == home / "data" / "logs" / "hermes.log"
+    result = run("call", "crash")
+    error_id = json.loads(result.stdout)["error_id"]
+    assert "the details are in the log" in result.stdout and "sk-ant" not in result.stdout
+    assert f"hermes: error id {error_id}: the details are in {log}" in result.stderr
+    text = log.read_text("utf-8")
+    assert f"(error id {error_id})" in text and "Traceback" in text and "ValueError" in text
+    assert "Q" * 40 not in text  # the secret in the exception is redacted in the log too
+    assert log.parent.stat().st_mode & 0o077 == 0  # the log folder is this user's alone

@@ -10,6 +10,7 @@ from cli_helpers import (
     BAD_HOOK_ARGS,
     BROKEN_IMPORT,
     CLASH,
+    CURL_GUARD,
     NOT_A_PLUGIN,
     POLICY,
     UNKNOWN_HOOK,
@@ -17,7 +18,7 @@ from cli_helpers import (
     write_plugin,
 )
 
-from hermes_core.cli._doctor import import_check
+from hermes_core.doctor import import_check
 from hermes_core.plugins import PluginRecord
 
 
@@ -61,7 +62,7 @@ def test_broken_import_fails_with_the_error_and_a_fix(greet_home: Path, run: Run
     [problem] = problems_of(report, "dropin:broken")
     assert problem["severity"] == "error" and problem["check"] == "import"
     assert "ModuleNotFoundError" in problem["message"] and "hermes_no_such_module_xyz" in problem["message"]
-    assert "hermes_no_such_module_xyz" in problem["fix"] and "-p no:dropin:broken" in problem["fix"]
+    assert "hermes_no_such_module_xyz" in problem["fix"] and "-p no:broken" in problem["fix"]
     row = next(p for p in report["plugins"] if p["name"] == "dropin:broken")
     assert row["import_check"]["ok"] is False and row["problems"] == 1
 
@@ -211,8 +212,15 @@ def test_handler_signatures_are_checked_against_their_schemas(home: Path, run: R
 def test_a_fresh_install_is_healthy_even_in_strict_mode(home: Path, run: Run) -> None:
     code, report = doctor(run, "--strict")
     assert code == 0 and report["ok"] is True
-    [clarify] = [p for p in report["problems"] if "'clarify'" in p["message"]]
-    assert clarify["severity"] == "info" and "by design" in clarify["message"]
+    [designed] = [p for p in report["problems"] if "by design" in p["message"]]  # one line for all of them
+    assert (
+        designed["severity"] == "info" and "clarify" in designed["message"] and "--verbose" in designed["fix"]
+    )
+    _, verbose = doctor(run, "--strict", "--verbose")
+    listed = [p for p in verbose["problems"] if "by design" in p["message"]]
+    assert len(listed) > 1 and all(p["severity"] == "info" for p in listed)
+    [clarify] = [p for p in listed if "'clarify'" in p["message"]]
+    assert "ask" in clarify["message"]  # each with its reason
 
 
 def test_each_problem_is_printed_once(greet_home: Path, run: Run) -> None:
@@ -239,3 +247,47 @@ def test_unknown_toolsets_in_disabled_are_warnings(home: Path, run: Run) -> None
     (home / "config.toml").write_text('[toolsets]\nenabled = ["mattermost"]\n')
     broken = run("tools", "list")
     assert broken.exit_code == 2 and "mattermost" in broken.stderr  # enabling one still fails loudly
+
+
+def test_a_clash_keeps_the_blocking_hook_and_the_stderr_hint_is_the_doctors_fix(home: Path, run: Run) -> None:
+    """The case of the issue: a policy plugin also registers a built-in's name. It loses that tool alone: its
+    pre_tool_call still blocks curl, and the hint on stderr is the fix the doctor gives."""
+    write_plugin(home, "guard", CURL_GUARD)
+    blocked = run("call", "terminal", "command=curl https://example.invalid/")
+    assert blocked.exit_code == 3 and "curl is not allowed here" in blocked.stdout
+    hint = next(line for line in blocked.stderr.splitlines() if "lost its tool 'write_file'" in line)
+    code, report = doctor(run)
+    assert code == 1
+    [clash] = problems_of(report, "dropin:guard")
+    assert clash["severity"] == "error" and clash["check"] == "clash"
+    assert hint.endswith(f"fix: {clash['fix']}")
+    rows = {p["name"]: p for p in report["plugins"]}
+    assert rows["dropin:guard"]["status"] == "loaded" and rows["dropin:guard"]["hooks"] == ["pre_tool_call"]
+
+
+def test_an_ill_typed_plugin_setting_is_an_error_with_the_key_to_fix(home: Path, run: Run) -> None:
+    write_plugin(
+        home,
+        "paced",
+        """
+        from hermes_core import hookimpl
+
+        @hookimpl
+        def plugin_config_schema():
+            return {"paced": {"type": "object", "properties": {"per_minute": {"type": "number"}}}}
+
+        @hookimpl
+        def pre_tool_call(name, context):
+            return None
+        """,
+    )
+    (home / "config.toml").write_text('[plugins.paced]\nper_minute = "fast"\n')
+    code, report = doctor(run)
+    assert code == 1
+    [problem] = [p for p in problems_of(report, "dropin:paced") if p["check"] == "config"]
+    assert problem["severity"] == "error" and 'per_minute: expected number, got "fast"' in problem["message"]
+    assert f"correct plugins.paced.per_minute in {home / 'config.toml'}" in problem["fix"]
+    assert "hermes config set plugins.paced.per_minute VALUE" in problem["fix"]
+    run("config", "set", "plugins.paced.per_minute", "60")
+    _, fixed = doctor(run)
+    assert not [p for p in problems_of(fixed, "dropin:paced") if p["check"] == "config"]

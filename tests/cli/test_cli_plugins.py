@@ -118,7 +118,7 @@ def test_rich_tables_on_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
     emit_table(["name", "tools"], [["[bold]x[/bold]", ["a", "b"]], ["y", None]], title="T", rich_output=True)
     out = capsys.readouterr().out
     assert "[bold]x[/bold]" in out  # plugin text is shown literally, never as markup
-    assert "a,b" in out and "tools" in out
+    assert "a, b" in out and "tools" in out  # lists wrap between their items
     assert "\t" not in out  # a table, not the plain tab-separated form
 
 

@@ -32,7 +32,8 @@ def test_doctor_names_the_offending_plugin_not_the_builtins(home: Path, run: Run
     assert 'override = {terminal = "shell_shadow"}' in problem["fix"]
     rows = {p["name"]: p for p in report["plugins"]}
     assert rows["builtin"]["status"] == "loaded" and "terminal" in rows["builtin"]["tools"]
-    assert rows["dropin:shell_shadow"]["status"] == "failed"
+    assert rows["dropin:shell_shadow"]["status"] == "loaded"  # it lost the tool, nothing more
+    assert "terminal" in rows["dropin:shell_shadow"]["refused"]
     listed = json.loads(run("tools", "list", "--json").stdout)
     terminal = next(r for r in listed if r["name"] == "terminal")
     assert terminal["plugin"] == "builtin" and terminal["overrides"] is None

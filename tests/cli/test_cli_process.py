@@ -195,3 +195,44 @@ def test_terminal_approval_and_questions(home: Path) -> None:
     assert asked.returncode == 0, asked.stderr
     assert asked.stdout == "you chose green\n"
     assert "Pick a colour" in asked.stderr and "2. green" in asked.stderr
+
+
+SLOW_CHECK = """
+import time
+from hermes_core import registry
+
+def thirty_seconds() -> bool:
+    time.sleep(30)
+    return True
+
+registry.register(
+    name="slow_service",
+    toolset="slow",
+    schema={"name": "slow_service", "description": "Behind a slow check.",
+            "parameters": {"type": "object", "properties": {}}},
+    handler=lambda: "served",
+    check_fn=thirty_seconds,
+)
+"""
+
+
+def test_a_30_second_check_leaves_other_calls_and_the_exit_at_their_usual_time(home: Path) -> None:
+    """A check runs off the call path with a deadline: it neither delays another tool nor the process exit."""
+    import time
+
+    (home / "workspace" / "notes.txt").write_text("one line\n")
+
+    def timed_call() -> tuple[float, subprocess.CompletedProcess[str]]:
+        started = time.perf_counter()
+        proc = hermes_process("call", "read_file", "path=notes.txt", cwd=home / "workspace")
+        return time.perf_counter() - started, proc
+
+    usual, plain = timed_call()
+    assert plain.returncode == 0 and "one line" in plain.stdout, plain.stderr
+    write_plugin(home, "slow", SLOW_CHECK)
+    took, slowed = timed_call()
+    assert slowed.returncode == 0 and "one line" in slowed.stdout, slowed.stderr
+    assert took < usual + 1.5, (took, usual)  # not the 30 s of the check, nor its 2 s deadline
+    shown = hermes_process("tools", "list", "--json", "--toolset", "slow")
+    [row] = json.loads(shown.stdout)
+    assert row["available"] is False and "timed out after 2 s" in row["reason"] and "unknown" in row["reason"]

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from cli_helpers import Run
 
 from hermes_core.sandbox import choose_backend
@@ -48,9 +49,24 @@ def test_backend_none_is_a_doctor_warning(home: Path, run: Run, tmp_path: Path) 
     data = json.loads(run("--workspace", str(tmp_path), "sandbox", "status", "--json").stdout)
     assert data["backend"] == "none" and "chosen in the configuration" in data["reason"]
     doctor = json.loads(run("--workspace", str(tmp_path), "plugins", "doctor", "--json").stdout)
-    (problem,) = [p for p in doctor["problems"] if p["plugin"] == "sandbox"]
+    (problem,) = [p for p in doctor["problems"] if p["plugin"] == "sandbox" and p["severity"] != "info"]
     assert problem["severity"] == "warning" and "WITHOUT a sandbox" in problem["message"]
     assert doctor["ok"] is True  # a warning, not an error: the choice was explicit
+
+
+def test_a_toolchain_in_home_adds_a_note_never_a_problem(
+    home: Path, run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A $HOME holding .rustup (or any toolchain) gives the doctor one more note about the sandbox, whatever
+    machine the tests run on: the sandbox findings are told apart by severity, not counted."""
+    fake_home = tmp_path / "home"
+    (fake_home / ".rustup").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(fake_home))
+    (tmp_path / "ws").mkdir()
+    doctor = json.loads(run("--workspace", str(tmp_path / "ws"), "plugins", "doctor", "--json").stdout)
+    sandbox = [p for p in doctor["problems"] if p["plugin"] == "sandbox"]
+    notes = [p for p in sandbox if ".rustup" in p["message"]]
+    assert notes and all(p["severity"] == "info" for p in notes), sandbox
 
 
 def test_bad_sandbox_values_are_reported(home: Path, run: Run, tmp_path: Path) -> None:

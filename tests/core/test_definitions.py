@@ -260,3 +260,55 @@ def test_an_include_whose_tools_all_left_is_empty_not_an_error() -> None:
     s.toolsets.define("research", {"includes": ["web", "file"]})
     s.registry.deregister_toolset("web")  # e.g. its plugin was removed
     assert names(s.definitions(enabled=["research"])) == ["read"]
+
+
+def test_a_hanging_check_never_delays_another_tool_and_shows_its_verdict_when_it_answers() -> None:
+    """Checks run off the call path: a call waits for nobody's check but its own tool's, and only until the
+    check's deadline; definitions() waits once, until that deadline, then calls the tool unknown."""
+    s = system_with(("fast", "t"), config={"tools": {"check_timeout": 0.5}})
+    release = threading.Event()
+    s.registry.register(
+        name="slow",
+        toolset="t",
+        schema=tool("slow"),
+        handler=lambda q="": "slow ran",
+        check_fn=lambda: release.wait(30),  # a check that hangs for 30 s
+    )
+    s.availability.start(s.registry.entries())  # as load() does
+    started = time.perf_counter()
+    assert s.call("fast", {"q": "fast"}) == "fast"
+    assert time.perf_counter() - started < 0.3  # the other tool's check is not waited for
+    started = time.perf_counter()
+    assert names(s.definitions()) == ["fast"]
+    assert 0.3 < time.perf_counter() - started < 1.5  # waited until the check's deadline, not 30 s
+    assert "timed out after 0.5 s" in s.hidden()["slow"] and "unknown" in s.hidden()["slow"]
+    started = time.perf_counter()
+    refused = s.call_outcome("slow", {})
+    assert refused.error_kind == "unknown_tool" and "availability unknown" in refused.result
+    assert names(s.definitions()) == ["fast"]
+    assert time.perf_counter() - started < 0.3  # an overrun check is not waited for twice
+    release.set()
+    for _ in range(100):  # its answer is used at once, without waiting for the verdicts to expire
+        if names(s.definitions()) == ["fast", "slow"]:
+            break
+        time.sleep(0.01)
+    assert names(s.definitions()) == ["fast", "slow"] and s.call("slow", {}) == "slow ran"
+    s.close()
+
+
+def test_a_call_waits_for_its_own_running_check_only() -> None:
+    s = system_with(config={"tools": {"check_timeout": 5}})
+    gate = threading.Event()
+
+    def check() -> bool:
+        gate.wait(5)
+        return True
+
+    s.registry.register(
+        name="gated", toolset="t", schema=tool("gated"), handler=lambda q="": "ran", check_fn=check
+    )
+    threading.Timer(0.2, gate.set).start()
+    started = time.perf_counter()
+    assert s.call("gated", {}) == "ran"  # its verdict was unknown: the call waited for that check
+    assert 0.15 < time.perf_counter() - started < 3
+    s.close()

@@ -23,9 +23,9 @@ ADD = {
 }
 
 
-def make(*plugins: object) -> ToolSystem:
+def make(*plugins: object, config: dict[str, Any] | None = None) -> ToolSystem:
     """A system with ``add`` and the plugins, each named after its class."""
-    system = ToolSystem.load(plugins_dir=False, load_entry_points=False)
+    system = ToolSystem.load(plugins_dir=False, load_entry_points=False, config=config)
     system.registry.register(name="add", toolset="math", schema=ADD, handler=lambda a, b: a + b)
     for plugin in plugins:
         system.register_plugin(plugin, name=type(plugin).__name__)
@@ -175,6 +175,10 @@ def test_wrappers_of_once_per_plugin_hooks_are_refused_on_the_plugin_record() ->
         assert record.status == "failed" and record.stage == "register"
         assert "register_tools cannot be a hook wrapper" in (record.error or "")
         assert "late" not in s.registry
+        # its policy hook is gone with it, so calls are refused rather than run unguarded ([plugins] on_failure)
+        refused = s.call_outcome("add", {"a": 1, "b": 2})
+        assert refused.status == "blocked" and "Sneaky: the plugin failed to load" in refused.result
+    with make(Sneaky(), config={"plugins": {"on_failure": "continue"}}) as s:
         assert s.call("add", {"a": 1, "b": 2}) == "3"  # its other hooks are not half-installed
 
 

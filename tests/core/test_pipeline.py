@@ -7,6 +7,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -621,75 +622,56 @@ def test_config_can_require_approval_for_every_call_of_a_tool() -> None:
     s.close()
 
 
-def test_the_inline_path_and_the_general_path_agree(tmp_path: Path) -> None:
-    """run() handles the common case inline; forcing the general path must not change any outcome."""
-    import re
+def test_every_kind_of_outcome_on_the_one_path(tmp_path: Path) -> None:
+    """One path for every call (no inline copy): each kind of outcome, as the model sees it."""
+    s = make(config={"limits": {"timeout": 0.3}})
 
-    def make_system() -> ToolSystem:
-        s = make(config={"limits": {"timeout": 0.3}})
-
-        def echo(s: str) -> str:
-            return s
-
-        def boom() -> str:
-            raise ValueError("hidden detail")
-
-        def deliberate() -> str:
-            raise ToolError("visible message")
-
-        def spin() -> str:
-            while True:
-                sum(range(10))
-
-        s.registry.register(
-            name="echo", toolset="t", schema=schema("echo", {"s": {"type": "string"}}), handler=echo
-        )
-        s.registry.register(name="boom", toolset="t", schema=schema("boom"), handler=boom)
-        s.registry.register(name="deliberate", toolset="t", schema=schema("deliberate"), handler=deliberate)
-        s.registry.register(name="spin", toolset="t", schema=schema("spin"), handler=spin)
-        s.registry.register(
-            name="big",
-            toolset="t",
-            schema=schema("big"),
-            handler=lambda: "y" * 5000,
-            max_result_size_chars=1000,
-        )
-        s.registry.register(name="none", toolset="t", schema=schema("none"), handler=lambda: None)
-        s.registry.register(
-            name="data", toolset="t", schema=schema("data"), handler=lambda: {"k": [1, 2.5, True]}
-        )
+    def echo(s: str) -> str:
         return s
 
-    calls: list[tuple[str, Any]] = [
-        ("add", '{"a": 1, "b": 2}'),
-        ("add", '{"a": "x"}'),
-        ("add", "{broken"),
-        ("nope", {}),
-        ("echo", {"s": "key sk-ant-api03-" + "A" * 90}),
-        ("echo", {"s": "<|im_start|>system [INST]"}),
-        ("boom", {}),
-        ("deliberate", {}),
-        ("spin", {}),
-        ("big", {}),
-        ("none", {}),
-        ("data", {}),
+    def boom() -> str:
+        raise ValueError("hidden detail")
+
+    def deliberate() -> str:
+        raise ToolError("visible message")
+
+    def spin() -> str:
+        while True:
+            sum(range(10))
+
+    s.registry.register(
+        name="echo", toolset="t", schema=schema("echo", {"s": {"type": "string"}}), handler=echo
+    )
+    s.registry.register(name="boom", toolset="t", schema=schema("boom"), handler=boom)
+    s.registry.register(name="deliberate", toolset="t", schema=schema("deliberate"), handler=deliberate)
+    s.registry.register(name="spin", toolset="t", schema=schema("spin"), handler=spin)
+    s.registry.register(
+        name="big", toolset="t", schema=schema("big"), handler=lambda: "y" * 5000, max_result_size_chars=1000
+    )
+    s.registry.register(name="none", toolset="t", schema=schema("none"), handler=lambda: None)
+    s.registry.register(
+        name="data", toolset="t", schema=schema("data"), handler=lambda: {"k": [1, 2.5, True]}
+    )
+    expected: list[tuple[str, Any, str, str | None, Callable[[str], bool]]] = [
+        ("add", '{"a": 1, "b": 2}', "ok", None, lambda r: r == "3"),
+        ("add", '{"a": "x"}', "error", "invalid_arguments", lambda r: "'a': expected integer" in r),
+        ("add", "{broken", "error", "invalid_arguments", lambda r: "error" in r),
+        ("nope", {}, "error", "unknown_tool", lambda r: "Unknown tool 'nope'" in r),
+        ("echo", {"s": "key sk-ant-api03-" + "A" * 90}, "ok", None, lambda r: "A" * 40 not in r),
+        ("echo", {"s": "<|im_start|>system [INST]"}, "ok", None, lambda r: "<|im_start|>" not in r),
+        ("boom", {}, "error", "exception", lambda r: "hidden detail" not in r and "error id" in r),
+        ("deliberate", {}, "error", "tool_error", lambda r: "visible message" in r),
+        ("spin", {}, "error", "timeout", lambda r: "timed out after 0.3 s" in r),
+        ("big", {}, "ok", None, lambda r: len(r) < 5000 and "results" in r),
+        ("none", {}, "ok", None, lambda r: r == ""),
+        ("data", {}, "ok", None, lambda r: json.loads(r) == {"k": [1, 2.5, True]}),
     ]
-
-    def normal(outcome: Any) -> tuple[Any, ...]:
-        result = re.sub(r"[0-9a-f]{12}", "ID", outcome.result)
-        result = re.sub(r"results/\S+\.txt", "results/FILE", result)
-        return (outcome.status, outcome.error_kind, outcome.truncated, result)
-
-    inline, general = make_system(), make_system()
-    general.pipeline._plain = False
-    assert inline.pipeline._plain
-    for name, args in calls:
-        assert normal(inline.call_outcome(name, args)) == normal(general.call_outcome(name, args)), name
-    assert "A" * 40 not in inline.call(
-        "echo", {"s": "key sk-ant-api03-" + "A" * 90}
-    )  # redacted on both paths
-    inline.close()
-    general.close()
+    for name, args, status, kind, check in expected:
+        outcome = s.call_outcome(name, args)
+        assert (outcome.status, outcome.error_kind) == (status, kind), (name, outcome)
+        assert check(outcome.result), (name, outcome.result)
+        assert outcome.call_id and outcome.duration_ms > 0
+    s.close()
 
 
 def test_async_calls_from_several_threads_run_concurrently_on_the_one_loop() -> None:

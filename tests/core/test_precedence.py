@@ -1,5 +1,6 @@
 """Precedence: the built-ins own their names. A clashing plugin (drop-in file, installed entry point or api
-plugin) is refused and fails alone, loudly; replacing a built-in is an explicit ``[tools] override``."""
+plugin) loses that tool alone, loudly, and keeps its other tools and hooks; replacing a built-in is an explicit
+``[tools] override``."""
 
 from __future__ import annotations
 
@@ -77,12 +78,14 @@ def test_dropin_shadowing_a_builtin_is_refused_alone(
     assert_builtins_intact(system)
     assert "real content" in system.call("read_file", {"path": "a.txt"})
     record = next(r for r in system.plugin_records() if r.name == "dropin:shadow_dropin")
-    assert record.status == "failed" and "clashes with the built-in tool" in (record.error or "")
-    assert "helper_d" not in system.registry  # the refused plugin leaves nothing behind
+    assert record.status == "loaded" and record.tools == ["helper_d"]  # it loses the clashing tool alone
+    assert "clashes with the built-in tool" in record.refused["read_file"]
+    assert system.call("helper_d", {}) == "helper"
     err = capfd.readouterr().err
-    assert err.count("plugin 'dropin:shadow_dropin' refused") == 1 and "read_file" in err
+    assert err.count("plugin 'dropin:shadow_dropin' lost its tool 'read_file'") == 1
+    assert '[tools] override = {read_file = "shadow_dropin"}' in err  # the doctor's fix, on stderr too
     ToolSystem.load(plugins_dir=plugins, workspace=tmp_path / "ws").close()  # a second load says nothing new
-    assert "refused" not in capfd.readouterr().err
+    assert "lost its tool" not in capfd.readouterr().err
     system.close()
 
 
@@ -121,12 +124,13 @@ def test_installed_entry_points_cannot_take_builtin_names_whatever_their_order(
         real = records[("builtin", "hermes-tools")]
         assert real.first_party and real.status == "loaded"
         shadow = records[("hermes-aaa-shadow", "hermes-aaa-shadow")]
-        assert shadow.status == "failed" and "'terminal' clashes with the built-in tool" in (
-            shadow.error or ""
+        assert (
+            shadow.status == "loaded"
+            and "'terminal' clashes with the built-in tool" in shadow.refused["terminal"]
         )
         impostor = next(r for r in system.plugin_records() if r.distribution == "hermes-impostor")
-        assert impostor.status == "failed" and not impostor.first_party
-        assert "helper_e" not in system.registry and "helper_i" not in system.registry
+        assert impostor.status == "failed" and not impostor.first_party  # a second "builtin": never imported
+        assert "helper_e" in system.registry and "helper_i" not in system.registry
 
 
 def test_api_plugin_with_replace_true_is_refused() -> None:
@@ -138,8 +142,8 @@ def test_api_plugin_with_replace_true_is_refused() -> None:
     with system:
         assert_builtins_intact(system)
         record = next(r for r in system.plugin_records() if r.name == "api_shadow")
-        assert record.status == "failed" and record.stage == "register_tools"
-        assert "helper_api_shadow" not in system.registry
+        assert record.status == "loaded" and "write_file" in record.refused
+        assert record.tools == ["helper_api_shadow"]
 
 
 def test_registry_refuses_direct_replacement_of_a_builtin() -> None:
@@ -160,7 +164,7 @@ def test_registry_refuses_direct_replacement_of_a_builtin() -> None:
         assert system.registry["terminal"].plugin == "hermes_builtin.plugin"
 
 
-def test_a_plugin_that_swallows_the_refusal_still_fails() -> None:
+def test_a_plugin_that_would_swallow_the_refusal_loses_the_tool_all_the_same() -> None:
     module = types.ModuleType("swallower")
 
     @hookimpl
@@ -176,7 +180,8 @@ def test_a_plugin_that_swallows_the_refusal_still_fails() -> None:
     ) as system:
         assert_builtins_intact(system)
         record = next(r for r in system.plugin_records() if r.name == "swallower")
-        assert record.status == "failed" and "helper_s" not in system.registry
+        assert record.status == "loaded" and list(record.refused) == ["memory"]
+        assert system.registry["memory"].plugin == "hermes_builtin.plugin" and "helper_s" in system.registry
 
 
 def test_a_builtin_added_after_a_clashing_plugin_still_wins() -> None:
@@ -188,8 +193,10 @@ def test_a_builtin_added_after_a_clashing_plugin_still_wins() -> None:
         assert record.status == "loaded"
         assert_builtins_intact(system)
         early = next(r for r in system.plugin_records() if r.name == "early")
-        assert early.status == "failed" and "'read_file' clashes with the built-in" in (early.error or "")
-        assert "helper_early" not in system.registry
+        assert (
+            early.status == "loaded" and "'read_file' clashes with the built-in" in early.refused["read_file"]
+        )
+        assert early.tools == ["helper_early"] and "helper_early" in system.registry
 
 
 def test_strict_mode_names_the_offending_plugin(tmp_path: Path) -> None:
@@ -215,9 +222,13 @@ def test_override_replaces_a_builtin_on_purpose(tmp_path: Path) -> None:
     write(plugins / "z_other.py", SHADOW.format(tag="z", tool="read_file", toolset="mine"))
     with ToolSystem.load(plugins_dir=plugins, config=config) as system:
         assert system.registry["read_file"].plugin == "dropin:myread"
-        statuses = {r.name: r.status for r in system.plugin_records()}
-        assert statuses["builtin"] == "loaded" and statuses["dropin:myread"] == "loaded"
-        assert statuses["dropin:a_other"] == statuses["dropin:z_other"] == "failed"
+        records = {r.name: r for r in system.plugin_records()}
+        assert records["builtin"].status == "loaded" and records["dropin:myread"].status == "loaded"
+        assert (
+            list(records["dropin:a_other"].refused)
+            == list(records["dropin:z_other"].refused)
+            == ["read_file"]
+        )
     # a built-in added after the chosen plugin stays out quietly
     with ToolSystem.load(load_entry_points=False, plugins_dir=plugins, config=config) as system:
         record = system.register_plugin(hermes_builtin.plugin)

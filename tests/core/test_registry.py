@@ -182,3 +182,35 @@ def test_concurrent_registration_is_consistent() -> None:
     assert not errors
     assert len(reg) == 8 * (200 - 67)
     assert reg.generation == 8 * (200 + 67)
+
+
+def test_register_takes_the_entry_fields_and_nothing_else() -> None:
+    """The fields are declared once, on ``ToolEntry``: register, the proxy and the entry all follow them."""
+    from dataclasses import fields
+
+    from hermes_core import ToolEntry
+
+    reg = ToolRegistry()
+    declared = [f.name for f in fields(ToolEntry) if f.init]
+    assert declared[:4] == ["name", "toolset", "schema", "handler"] and "timeout" in declared
+    with pytest.raises(TypeError):
+        ToolEntry("a", "t", schema("a"), print)  # type: ignore[misc]  # keywords only
+    with pytest.raises(InvalidSchemaError, match=r"unknown field\(s\) \['chek_fn'\].*check_fn"):
+        reg.register(name="a", toolset="t", schema=schema("a"), handler=print, chek_fn=None)
+    with pytest.raises(InvalidSchemaError, match=r"unknown field\(s\) \['plugin'\]"):
+        reg.register(name="a", toolset="t", schema=schema("a"), handler=print, plugin="builtin")
+    with pytest.raises(InvalidSchemaError, match="missing handler"):
+        reg.register(name="a", toolset="t", schema=schema("a"))
+    with pytest.raises(InvalidSchemaError, match="both by position and by name"):
+        reg.register("a", "t", schema("a"), print, name="b")
+    assert len(reg) == 0 and reg.generation == 0
+    entry = reg.register("a", "t", schema("a"), print, None, ("TOKEN",), timeout=3.0, parallel_safe=True)
+    assert (entry.requires_env, entry.timeout, entry.parallel_safe, entry.plugin) == (
+        ("TOKEN",),
+        3.0,
+        True,
+        None,
+    )
+    with bound_registry(reg), provenance(Provenance(plugin="mine", source="api")):
+        proxied = registry.register(name="b", toolset="t", schema=schema("b"), handler=print, emoji="*")
+    assert proxied is reg.get("b") and (proxied.plugin, proxied.source, proxied.emoji) == ("mine", "api", "*")

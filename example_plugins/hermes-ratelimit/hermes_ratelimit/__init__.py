@@ -10,10 +10,16 @@ from __future__ import annotations
 
 from hermes_core import Block, CallContext, hookimpl
 
-from .config import ConfigError
+from .config import SECTION_SCHEMA, ConfigError
 from .limiter import RateLimiter
 
 __version__ = "0.1.0"
+
+
+@hookimpl
+def plugin_config_schema() -> dict[str, object]:
+    """The shape of ``[plugins.ratelimit]``: a value of the wrong type is a doctor error with the key to fix."""
+    return {"ratelimit": SECTION_SCHEMA}
 
 
 @hookimpl

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["ConfigError", "LimitConfig", "Rate", "ToolRule"]
+__all__ = ["SECTION_SCHEMA", "ConfigError", "LimitConfig", "Rate", "ToolRule"]
 
 _WINDOWS = {"per_second": 1.0, "per_minute": 60.0, "per_hour": 3600.0}
 _RATE_KEYS = frozenset({"capacity", *_WINDOWS})
@@ -16,6 +16,37 @@ DEFAULT_KEY_PREFIX = "{hermes-ratelimit}"
 _TOP_KEYS = frozenset(
     {"backend", "redis_url", "key_prefix", "on_backend_error", "global", "session", "tools"}
 )
+
+
+def _rate_schema(**extra: dict[str, Any]) -> dict[str, Any]:
+    positive = {"type": "number", "exclusiveMinimum": 0}
+    return {
+        "type": "object",
+        "properties": {
+            "capacity": {"type": "number", "minimum": 1},
+            **dict.fromkeys(_WINDOWS, positive),
+            **extra,
+        },
+        "additionalProperties": False,
+        "oneOf": [{"required": [window]} for window in _WINDOWS],
+    }
+
+
+SECTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "backend": {"enum": ["memory", "redis"]},
+        "redis_url": {"type": "string", "minLength": 1},
+        "key_prefix": {"type": "string", "minLength": 1},
+        "on_backend_error": {"enum": ["block", "allow"]},
+        "global": _rate_schema(),
+        "session": _rate_schema(),
+        "tools": {"type": "object", "additionalProperties": _rate_schema(per_session={"type": "boolean"})},
+    },
+    "additionalProperties": False,
+}
+"""The ``[plugins.ratelimit]`` table as JSON Schema: hermes checks the config against it at load and in
+``hermes plugins doctor`` (``LimitConfig.parse`` checks the same rules when the limiter starts)."""
 
 
 class ConfigError(ValueError):

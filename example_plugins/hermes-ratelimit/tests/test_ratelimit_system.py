@@ -77,6 +77,22 @@ def test_misconfigured_section_blocks_every_call(load: Any) -> None:
         assert "rate limiter is misconfigured" in outcome.result and "per_fortnight" in outcome.result
 
 
+def test_an_ill_typed_value_is_a_doctor_error_naming_the_key(load: Any) -> None:
+    from hermes_core.doctor import run_doctor
+
+    with load({"global": {"per_minute": "fast"}, "tools": {"echo": {"per_fortnight": 1}}}) as system:
+        [record] = [r for r in system.plugin_records() if r.name == "hermes_ratelimit"]
+        messages = [p["message"] for p in record.config_problems]
+        assert any("global.per_minute: expected number" in m and '"fast"' in m for m in messages), messages
+        assert any("per_fortnight" in m for m in messages), messages
+        problems = [p for p in run_doctor(system).problems if p.check == "config"]
+        assert problems and all(p.severity == "error" and p.plugin == "hermes_ratelimit" for p in problems)
+        assert any("hermes config set plugins.ratelimit.global.per_minute" in p.fix for p in problems)
+    with load({"backend": "memory", "global": {"capacity": 5, "per_second": 1}}) as system:
+        [record] = [r for r in system.plugin_records() if r.name == "hermes_ratelimit"]
+        assert record.config_problems == []
+
+
 def test_one_limiter_per_system_closed_with_it(load: Any) -> None:
     with load({"tools": {"ping": {"capacity": 5, "per_hour": 1}}}) as system:
         system.call("ping")
