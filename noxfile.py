@@ -64,6 +64,7 @@ def bench(session: nox.Session) -> None:
         "bench_async.py",
         "bench_redact.py",
         "bench_sandbox.py",
+        "bench_media.py",
         "bench_environment.py",
         "bench_dropins.py",
         "bench_listing.py",

@@ -41,7 +41,9 @@ BROWSER_TOOLS: list[str] = [
     "browser_press",
     "browser_get_images",
     "browser_console",
+    "browser_dialog",
     "browser_vision",
+    "browser_cdp",
 ]
 MEDIA_TOOLS: list[str] = ["image_generate", "video_generate", "text_to_speech"]
 HOMEASSISTANT_TOOLS: list[str] = ["ha_list_entities", "ha_get_state", "ha_list_services", "ha_call_service"]
@@ -72,6 +74,7 @@ FEISHU_TOOLS: list[str] = [
 # tools act on the conversation of their platform). Tools whose service is not configured stay hidden.
 INTERACTIVE: list[str] = [
     *BROWSER_TOOLS,
+    "video_analyze",  # hidden until a vision model is configured
     *KANBAN_TOOLS,
     "cronjob",
     *MEDIA_TOOLS,

@@ -26,7 +26,7 @@ CONFIGURED = {
 def test_toolset_membership(make_builtin_system: Callable[..., ToolSystem]) -> None:
     system = make_builtin_system(config=CONFIGURED)
     assert set(system.toolsets.expand("web")) == {"web_search", "web_extract"}
-    assert set(system.toolsets.expand("vision")) == {"vision_analyze"}
+    assert set(system.toolsets.expand("vision")) == {"vision_analyze", "video_analyze"}
     assert set(system.toolsets.expand("browser")) == {*BROWSER_TOOLS, "web_search"}
     assert {"web_search", "web_extract", "vision_analyze"} <= set(system.toolsets.expand("hermes-cli"))
     assert not set(BROWSER_TOOLS) & set(CORE)  # a browser is opt-in: it starts Chromium

@@ -70,6 +70,10 @@ class BrowserSession:
         self.refs: set[str] = set()
         self.last_snapshot = ""
         self.closed = False
+        self.dialog: Any = None  # the open dialog the page waits on, held for browser_dialog
+        self.held: asyncio.Task[str] | None = None  # the action that was waiting when it opened
+        self.dialog_open = asyncio.Event()  # binds to the engine's loop on first use
+        self._answering: set[asyncio.Task[None]] = set()
         self._opening = asyncio.Lock()  # binds to the engine's loop on first use
         self._adopted: list[Any] = []
 
@@ -99,10 +103,33 @@ class BrowserSession:
         page.on("console", lambda msg: self.console.append(_console_line(msg)))
         page.on("pageerror", lambda err: self.console.append(f"[pageerror] {first_line(err)}"))
         page.on("close", lambda closed: self._closed_page(closed))
+        page.on("dialog", self._on_dialog)  # with a listener, Playwright no longer dismisses dialogs itself
         self.page = page
         self.snapshotted = False
 
+    def _on_dialog(self, dialog: Any) -> None:
+        """Hold the dialog for browser_dialog, or answer it at once (``dialogs`` = accept/dismiss, or a second one)."""
+        what = describe_dialog(dialog)
+        policy = self.engine.settings.dialogs
+        if policy == "ask" and self.dialog is None:
+            self.dialog = dialog
+            self.dialog_open.set()
+            self.console.append(f"[dialog] {what} is open")
+            return
+        accept = policy == "accept"
+        why = "" if policy != "ask" else " (another dialog was open)"
+        self.console.append(f"[dialog] {what} {'accepted' if accept else 'dismissed'}{why}")
+        task = asyncio.ensure_future(_quietly(dialog.accept() if accept else dialog.dismiss()))
+        self._answering.add(task)
+        task.add_done_callback(self._answering.discard)
+
+    def forget_dialog(self) -> None:
+        self.dialog = None
+        self.dialog_open.clear()
+
     def _closed_page(self, page: Any) -> None:
+        if self.dialog is not None and self.dialog.page is page:
+            self.forget_dialog()
         self._adopted = [p for p in self._adopted if p is not page]
         if page is self.page and self.context is not None:
             alive = [p for p in self.context.pages if not p.is_closed()]
@@ -125,6 +152,22 @@ class BrowserSession:
         """Close the context from any thread but the engine's (the stash calls this)."""
         if not self.closed and self.engine.running:
             self.engine.run_sync(self.aclose(), timeout=10)
+
+
+def describe_dialog(dialog: Any) -> str:
+    """``confirm "Delete it?"`` (a prompt's default value too), the message cut to 300 characters."""
+    message = " ".join(str(dialog.message).split())
+    if len(message) > 300:
+        message = message[:300] + "…"
+    default = (
+        f" (default {dialog.default_value!r})" if dialog.type == "prompt" and dialog.default_value else ""
+    )
+    return f'{dialog.type} "{message}"{default}'
+
+
+async def _quietly(answer: Coroutine[Any, Any, Any]) -> None:
+    with contextlib.suppress(Exception):  # the page may be gone by then
+        await answer
 
 
 def _console_line(msg: Any) -> str:

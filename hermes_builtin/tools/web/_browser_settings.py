@@ -26,6 +26,8 @@ SECTION = "browser"
 MIN_PLAYWRIGHT = (1, 65)
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 
+DIALOG_POLICIES = ("ask", "accept", "dismiss")  # [plugins.browser] dialogs: what a page's alert/confirm gets
+
 
 @dataclass(frozen=True)
 class BrowserSettings:
@@ -37,6 +39,9 @@ class BrowserSettings:
     navigation_timeout: float = 30.0
     action_timeout: float = 10.0
     snapshot_chars: int = 12_000
+    eval_chars: int = 8_000
+    eval_timeout: float = 30.0
+    dialogs: str = "ask"
     extra_args: tuple[str, ...] = ()
     policy: NetworkPolicy | None = None
 
@@ -49,6 +54,11 @@ class BrowserSettings:
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise SettingsError(f"[plugins.{SECTION}] args must be a list of strings")
         own_policy = "allow_networks" in section or "resolve" in section
+        dialogs = section.get("dialogs", "ask")
+        if dialogs not in DIALOG_POLICIES:
+            raise SettingsError(
+                f"[plugins.{SECTION}] dialogs must be ask, accept or dismiss, got {dialogs!r}"
+            )
         return cls(
             executable=executable,
             width=_int(section, SECTION, "width", 1280, 200),
@@ -56,6 +66,9 @@ class BrowserSettings:
             navigation_timeout=_number(section, SECTION, "navigation_timeout", 30.0),
             action_timeout=_number(section, SECTION, "action_timeout", 10.0),
             snapshot_chars=_int(section, SECTION, "snapshot_chars", 12_000, 1000),
+            eval_chars=_int(section, SECTION, "eval_chars", 8_000, 100),
+            eval_timeout=_number(section, SECTION, "eval_timeout", 30.0),
+            dialogs=dialogs,
             extra_args=tuple(args),
             policy=policy_from(section, SECTION) if own_policy else policy_from(web, "web"),
         )

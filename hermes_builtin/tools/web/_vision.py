@@ -1,7 +1,8 @@
-"""Asking an OpenAI-compatible vision model about an image (``vision_analyze``, ``browser_vision``).
+"""Asking an OpenAI-compatible vision model about images (``vision_analyze``, ``browser_vision``,
+``video_analyze``).
 
-``POST <base_url>/chat/completions`` with one user message holding the question and the image as a base64
-``data:`` URL; the answer is ``choices[0].message.content``. Configured in ``[plugins.vision]``:
+``POST <base_url>/chat/completions`` with one user message holding the question and the images as base64
+``data:`` URLs (a video's frames each after a caption with its time); the answer is ``choices[0].message.content``. Configured in ``[plugins.vision]``:
 
 ```toml
 [plugins.vision]
@@ -117,21 +118,31 @@ def decode_data_url(url: str, limit: int) -> bytes:
         raise ToolError("the data: URL is not valid base64") from None
 
 
+def _image_part(image: bytes, settings: VisionSettings) -> dict[str, Any]:
+    data_url = f"data:{image_type(image)};base64,{base64.b64encode(image).decode('ascii')}"
+    return {"type": "image_url", "image_url": {"url": data_url, "detail": settings.detail}}
+
+
 def analyze(client: httpx.Client, settings: VisionSettings, image: bytes, question: str) -> str:
     """The model's answer to ``question`` about ``image`` (bytes of a supported format)."""
-    mime = image_type(image)
-    data_url = f"data:{mime};base64,{base64.b64encode(image).decode('ascii')}"
+    return ask(client, settings, [{"type": "text", "text": question}, _image_part(image, settings)])
+
+
+def analyze_frames(
+    client: httpx.Client, settings: VisionSettings, question: str, frames: list[tuple[str, bytes]]
+) -> str:
+    """The model's answer to ``question`` about several images, each after its caption (video frames)."""
+    parts: list[dict[str, Any]] = [{"type": "text", "text": question}]
+    for caption, image in frames:
+        parts += [{"type": "text", "text": caption}, _image_part(image, settings)]
+    return ask(client, settings, parts)
+
+
+def ask(client: httpx.Client, settings: VisionSettings, content: list[dict[str, Any]]) -> str:
+    """Send one user message made of ``content`` parts; the answer's text (``ServiceError`` when unusable)."""
     payload = {
         "model": settings.model,
-        "messages": [
-            {
-                "role": "user",
-                "content": [
-                    {"type": "text", "text": question},
-                    {"type": "image_url", "image_url": {"url": data_url, "detail": settings.detail}},
-                ],
-            }
-        ],
+        "messages": [{"role": "user", "content": content}],
         "max_tokens": settings.max_tokens,
     }
     headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
@@ -147,12 +158,12 @@ def analyze(client: httpx.Client, settings: VisionSettings, image: bytes, questi
     )
     try:
         choice = body["choices"][0]
-        content = choice["message"]["content"]
+        answer = choice["message"]["content"]
     except (KeyError, IndexError, TypeError):
         raise ServiceError(f"{service} sent a malformed answer: no choices[0].message.content") from None
-    if isinstance(content, list):  # some servers answer with content parts
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    if not isinstance(content, str) or not content.strip():
+    if isinstance(answer, list):  # some servers answer with content parts
+        answer = "".join(p.get("text", "") for p in answer if isinstance(p, dict))
+    if not isinstance(answer, str) or not answer.strip():
         reason = choice.get("finish_reason") if isinstance(choice, dict) else None
         raise ServiceError(f"{service} gave an empty answer (finish_reason={reason!r})")
-    return content.strip()
+    return answer.strip()
