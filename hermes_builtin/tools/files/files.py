@@ -28,7 +28,7 @@ MAX_LIMIT = 2000
 MAX_LINE_CHARS = 2000
 MAX_PAGE_CHARS = 100_000
 HUGE_FILE_BYTES = 256 * 1024 * 1024
-FORCE = "Write even if the file changed on disk since you last read it."
+FORCE = "Overwrite even if it changed on disk since you last saw it."
 
 READ_SCHEMA: dict[str, Any] = {
     "name": "read_file",
