@@ -103,6 +103,7 @@ PROCESS_SCHEMA: dict[str, Any] = {
     },
 }
 
+
 def _settings(context: CallContext) -> dict[str, Any]:
     try:
         cfg = context.plugin_config("terminal")

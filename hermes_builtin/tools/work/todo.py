@@ -16,9 +16,7 @@ _MARK = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "cancelled"
 
 SCHEMA: dict[str, Any] = {
     "name": "todo",
-    "description": (
-        "Your task list for multi-step work. write: todos (merge: change/add by id)."
-    ),
+    "description": "Your task list for multi-step work. write: todos (merge: change/add by id).",
     "parameters": {
         "type": "object",
         "properties": {
