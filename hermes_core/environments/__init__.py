@@ -51,34 +51,38 @@ with the reason), and return ``{"my-kind": MyEnvironment}`` from ``register_envi
 
 from __future__ import annotations
 
-from ._base import (
-    CommandResult,
-    Environment,
-    EnvironmentSpec,
-    EnvironmentStatus,
-    EnvironmentUnavailable,
-    FileInfo,
-    NotRegularFile,
-    PathOutsideRoots,
-    Process,
-    ReadOnlyPath,
-)
-from ._local import LocalEnvironment
-from ._registry import (
-    BUILTIN_KINDS,
-    Kinds,
-    environment_check,
-    environment_for,
-    environment_kinds,
-    environment_spec,
-    environment_status,
-)
-from ._registry import settings_kind as configured_kind
-from ._rooted import Root, RootedFiles
-from ._settings import DEFAULT_KIND, RESERVED_KINDS, EnvironmentSettings, settings_from_config
-from ._shell import WRAPPER as SHELL_WRAPPER
-from ._shell import ShellSession, ShellState
-from ._shell import argv as shell_argv
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._base import (
+        CommandResult,
+        Environment,
+        EnvironmentSpec,
+        EnvironmentStatus,
+        EnvironmentUnavailable,
+        FileInfo,
+        NotRegularFile,
+        PathOutsideRoots,
+        Process,
+        ReadOnlyPath,
+    )
+    from ._local import LocalEnvironment
+    from ._registry import (
+        BUILTIN_KINDS,
+        Kinds,
+        environment_check,
+        environment_for,
+        environment_kinds,
+        environment_spec,
+        environment_status,
+    )
+    from ._rooted import Root, RootedFiles
+    from ._settings import DEFAULT_KIND, RESERVED_KINDS, EnvironmentSettings, settings_from_config
+    from ._settings import settings_kind as configured_kind
+    from ._shell import WRAPPER as SHELL_WRAPPER
+    from ._shell import ShellSession, ShellState
+    from ._shell import argv as shell_argv
 
 __all__ = [
     "BUILTIN_KINDS",
@@ -111,3 +115,52 @@ __all__ = [
     "settings_from_config",
     "shell_argv",
 ]
+
+# Each public name is imported from its module on first use: a tool's check asks ``configured_kind`` without
+# loading the local kind, the shell session and the sandbox beneath them.
+_HOMES: dict[str, tuple[str, ...]] = {
+    "_base": (
+        "CommandResult",
+        "Environment",
+        "EnvironmentSpec",
+        "EnvironmentStatus",
+        "EnvironmentUnavailable",
+        "FileInfo",
+        "NotRegularFile",
+        "PathOutsideRoots",
+        "Process",
+        "ReadOnlyPath",
+    ),
+    "_local": ("LocalEnvironment",),
+    "_registry": (
+        "BUILTIN_KINDS",
+        "Kinds",
+        "environment_check",
+        "environment_for",
+        "environment_kinds",
+        "environment_spec",
+        "environment_status",
+    ),
+    "_rooted": ("Root", "RootedFiles"),
+    "_settings": ("DEFAULT_KIND", "RESERVED_KINDS", "EnvironmentSettings", "settings_from_config"),
+    "_shell": ("ShellSession", "ShellState"),
+}
+_LAZY = {name: (module, name) for module, names in _HOMES.items() for name in names}
+_LAZY.update(
+    configured_kind=("_settings", "settings_kind"),
+    SHELL_WRAPPER=("_shell", "WRAPPER"),
+    shell_argv=("_shell", "argv"),
+)
+
+
+def __getattr__(name: str) -> Any:
+    home = _LAZY.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home[0]}"), home[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ._registry import environment_kinds, environment_status, settings_kind
-from ._settings import RESERVED_KINDS
+from ._registry import environment_kinds, environment_status
+from ._settings import RESERVED_KINDS, settings_kind
 
 __all__ = ["PERSISTS", "Finding", "diagnose", "report"]
 

@@ -20,7 +20,7 @@ from typing import Any
 from ..config import ConfigError
 from ..decisions import Unavailable
 from ._base import Environment, EnvironmentSpec, EnvironmentStatus, EnvironmentUnavailable
-from ._settings import RESERVED_KINDS, settings_from_config
+from ._settings import RESERVED_KINDS, settings_from_config, settings_kind
 
 __all__ = [
     "BUILTIN_KINDS",
@@ -248,14 +248,6 @@ def environment_status(host: Any, *, refresh: bool = False) -> EnvironmentStatus
         status = EnvironmentStatus(kind=kind, ready=False, reason=err.message, files_ready=False)
     box["status"], box["at"] = status, now
     return status
-
-
-def settings_kind(host: Any) -> str:
-    """The kind ``[environment]`` names for ``host`` ("?" when the table is broken)."""
-    try:
-        return settings_from_config(getattr(host, "config", None)).kind
-    except ConfigError:
-        return "?"
 
 
 def environment_check(host: Any, *, files: bool = False) -> tuple[bool, str] | Unavailable:

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..config import Config, ConfigError, resolve_secret
 
-__all__ = ["DEFAULT_KIND", "RESERVED_KINDS", "EnvironmentSettings", "settings_from_config"]
+__all__ = ["DEFAULT_KIND", "RESERVED_KINDS", "EnvironmentSettings", "settings_from_config", "settings_kind"]
 
 DEFAULT_KIND = "local"
 # Built into hermes-tools (or reserved for it): a plugin cannot take these names.
@@ -54,3 +54,11 @@ def settings_from_config(config: Config | None) -> EnvironmentSettings:
         if isinstance(section, dict)
     }
     return EnvironmentSettings(kind=kind, tables=tables)
+
+
+def settings_kind(host: Any) -> str:
+    """The kind ``[environment]`` names for ``host`` ("?" when the table is broken)."""
+    try:
+        return settings_from_config(getattr(host, "config", None)).kind
+    except ConfigError:
+        return "?"

@@ -41,32 +41,38 @@ runs later, so it can ask first as the file tools do.
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ..context import calls_in_workspace
-from ._capture import strip_ansi
-from ._env import child_env, is_secret_name
-from ._hostrun import host_run_match
-from ._layout import HOME_SECRETS, Layout, SandboxRefused, hermes_dirs
-from ._netns import NetNamespace
-from ._process import SandboxProcess
-from ._ready import Readiness, readiness
-from ._sandbox import DEFAULT_OUTPUT_BYTES, Sandbox, proxy_env
-from ._seccomp import FilterUnavailable, filter_program
-from ._settings import (
-    BACKENDS,
-    DEFAULT_HOST_RUN,
-    DEFAULT_LIMITS,
-    DEFAULT_REGISTRIES,
-    DEFAULT_TOOLCHAINS,
-    NETWORK_MODES,
-    EgressSettings,
-    Limits,
-    SandboxSettings,
-    settings_from_config,
-)
-from ._status import GUARANTEES, LIMITATIONS, BackendChoice, choose_backend, report
-from ._types import NetPlan, RunResult
+
+if TYPE_CHECKING:
+    from ._capture import strip_ansi
+    from ._egress import EgressPolicy, EgressRefused
+    from ._env import child_env, is_secret_name
+    from ._hostrun import host_run_match
+    from ._layout import HOME_SECRETS, Layout, SandboxRefused, hermes_dirs
+    from ._netns import NetNamespace
+    from ._owner import sandbox_for
+    from ._process import SandboxProcess
+    from ._proxy import EgressProxy
+    from ._ready import Readiness, readiness
+    from ._sandbox import DEFAULT_OUTPUT_BYTES, Sandbox, proxy_env
+    from ._seccomp import FilterUnavailable, filter_program
+    from ._settings import (
+        BACKENDS,
+        DEFAULT_HOST_RUN,
+        DEFAULT_LIMITS,
+        DEFAULT_REGISTRIES,
+        DEFAULT_TOOLCHAINS,
+        NETWORK_MODES,
+        EgressSettings,
+        Limits,
+        SandboxSettings,
+        settings_from_config,
+    )
+    from ._status import GUARANTEES, LIMITATIONS, BackendChoice, choose_backend, report
+    from ._types import NetPlan, RunResult
 
 __all__ = [
     "BACKENDS",
@@ -110,110 +116,47 @@ __all__ = [
     "strip_ansi",
 ]
 
-_LAZY = {"EgressPolicy": "_egress", "EgressRefused": "_egress", "EgressProxy": "_proxy"}
+# Each public name is imported from its module on first use: a tool's check asks ``readiness`` without loading
+# the process, namespace, seccomp and proxy machinery, which only a command that runs needs.
+_HOMES = {
+    "_capture": ("strip_ansi",),
+    "_egress": ("EgressPolicy", "EgressRefused"),
+    "_env": ("child_env", "is_secret_name"),
+    "_hostrun": ("host_run_match",),
+    "_layout": ("HOME_SECRETS", "Layout", "SandboxRefused", "hermes_dirs"),
+    "_netns": ("NetNamespace",),
+    "_owner": ("sandbox_for",),
+    "_process": ("SandboxProcess",),
+    "_proxy": ("EgressProxy",),
+    "_ready": ("Readiness", "readiness"),
+    "_sandbox": ("DEFAULT_OUTPUT_BYTES", "Sandbox", "proxy_env"),
+    "_seccomp": ("FilterUnavailable", "filter_program"),
+    "_settings": (
+        "BACKENDS",
+        "DEFAULT_HOST_RUN",
+        "DEFAULT_LIMITS",
+        "DEFAULT_REGISTRIES",
+        "DEFAULT_TOOLCHAINS",
+        "NETWORK_MODES",
+        "EgressSettings",
+        "Limits",
+        "SandboxSettings",
+        "settings_from_config",
+    ),
+    "_status": ("GUARANTEES", "LIMITATIONS", "BackendChoice", "choose_backend", "report"),
+    "_types": ("NetPlan", "RunResult"),
+}
+_LAZY = {name: module for module, names in _HOMES.items() for name in names}
 
 
 def __getattr__(name: str) -> Any:
-    # the proxy and its policy load the security layer: only when the network is first used
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
-
-
-_STASH_KEY = "sandbox"
-_unbound: Sandbox | None = None
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
 
-class _SessionWalls:
-    """A session's own sandbox and private ``/tmp`` when its environment is not the local one."""
-
-    def __init__(self, system: Any, workspace: Any) -> None:
-        import shutil
-        import tempfile
-        import weakref
-        from pathlib import Path
-
-        self.tmp = Path(tempfile.mkdtemp(prefix="hermes-session-"))
-        self.sandbox = _make(system, workspace=workspace, tmp=self.tmp)
-        self._remove_tmp = weakref.finalize(self, shutil.rmtree, str(self.tmp), True)
-
-    def close(self) -> None:
-        self.sandbox.close()
-        self._remove_tmp()
-
-
-def _session_sandbox(context: Any) -> Sandbox:
-    from ..environments import EnvironmentUnavailable, environment_for
-
-    try:
-        box = getattr(environment_for(context), "sandbox", None)
-    except EnvironmentUnavailable:
-        box = None
-    if isinstance(box, Sandbox):
-        return box
-    walls: _SessionWalls = context.session.stash(
-        f"sandbox:{context.workspace}", lambda: _SessionWalls(context.host, context.workspace)
-    )
-    return walls.sandbox
-
-
-def _make(system: Any, workspace: Any = None, tmp: Any = None) -> Sandbox:
-    from ..config import ConfigError
-
-    try:
-        settings = settings_from_config(system.config)
-    except ConfigError as err:
-        raise SandboxRefused(f"the [sandbox] configuration is invalid: {err}") from None
-    hidden = [system.data_dir, system.cache_dir]
-    if system.config.path is not None:
-        hidden.append(system.config.path)
-    return Sandbox(
-        settings,
-        workspace=workspace or system.workspace,
-        hidden=hidden,
-        tmp=tmp,
-        network_approval=_network_approval(system),
-    )
-
-
-def _network_approval(system: Any) -> Any:
-    """Asks the tool system's approval flow (kind "network", the host name as subject) from the proxy's thread."""
-    owner = getattr(system, "_system", system)  # a context's host is the system's narrow adapter
-    new_context = getattr(owner, "_new_context", None)
-    if new_context is None:
-        return None
-
-    def approve(host: str, reason: str) -> bool:
-        from ..context import ApprovalDenied
-
-        context = new_context("sandbox-network", None, "sandbox network", frozenset(), None, None)
-        try:
-            context.request_approval(host, reason, kind="network")
-        except ApprovalDenied:
-            return False
-        return True
-
-    return approve
-
-
-def sandbox_for(owner: Any = None) -> Sandbox:
-    """The sandbox of a call's session: pass the handler's ``context`` (or a ``ToolSystem`` for the system's).
-
-    A call's sandbox is its session's (made on first use from the ``[sandbox]`` configuration, closed with the
-    session): its ``/tmp`` is the session's private one, the same folder the file tools and ``terminal`` see.
-    A system's is made the same way and closed with the system. Without a system, one process-wide default.
-    """
-    # a call's context (a ToolSystem has a host and a session id too, but no call: it gets the system's own)
-    if owner is not None and hasattr(owner, "call_id") and getattr(owner, "host", None) is not None:
-        return _session_sandbox(owner)
-    system = getattr(owner, "host", owner) if owner is not None else None
-    if system is not None and hasattr(system, "stash"):
-        sandbox: Sandbox = system.stash(_STASH_KEY, lambda: _make(system))
-        return sandbox
-    global _unbound
-    if _unbound is None:
-        _unbound = Sandbox()
-    return _unbound
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -42,7 +42,7 @@ def readiness(owner: Any) -> Readiness:
 
     Cheap after the first answer: the backend probe is cached per process and the layout per sandbox.
     """
-    from . import sandbox_for
+    from ._owner import sandbox_for
 
     try:
         box = sandbox_for(owner)
