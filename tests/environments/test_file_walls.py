@@ -301,7 +301,10 @@ def test_as_a_plain_user_the_file_tools_stay_inside(stage: Path, backend: str) -
     results = [tuple(r) for r in json.loads(done.stdout.splitlines()[-1])]
     assert len(results) > 100
     assert leaks(results, walls) == []  # type: ignore[arg-type]
-    assert untouched(walls, before) == []
+    # hermes's own cache of the sandbox readiness (its HERMES_HOME is in this $HOME), written by the runners' check
+    own = walls.home / "hermes" / "cache" / "sandbox-readiness.json"
+    kept = {str(own), str(own.parent), str(own.parent.parent)}
+    assert [p for p in untouched(walls, before) if p not in kept] == []
 
 
 # -- the host's interpreter, wherever it lives ------------------------------------------------------------------

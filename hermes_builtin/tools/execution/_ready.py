@@ -10,13 +10,15 @@ from hermes_core import Unavailable
 def commands_can_start(system: Any) -> tuple[bool, str] | Unavailable:
     """Asks the session environment whether a command can start: the local one through the sandbox's own
     readiness (``hermes_core.sandbox.readiness``), any other kind through its probe."""
-    from hermes_core.environments import configured_kind, environment_status
+    from hermes_core.environments import configured_kind
 
     if configured_kind(system) == "local":
         from hermes_core.sandbox import readiness
 
         ready = readiness(system)
         return (True, "") if ready else Unavailable(ready.reason, fix=ready.fix)
+    from hermes_core.environments import environment_status
+
     status = environment_status(system, refresh=True)
     if status.ready:
         return True, ""

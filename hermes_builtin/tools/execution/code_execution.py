@@ -125,10 +125,10 @@ def _schema_overrides(available: frozenset[str]) -> dict[str, Any]:
 
 
 def _check(system: Any) -> tuple[bool, str] | Unavailable:
-    import socket
+    import _socket  # the C module: the check needs no more than its constants
     import sys
 
-    if not (os.name == "posix" and hasattr(socket, "AF_UNIX") and sys.executable):
+    if not (os.name == "posix" and hasattr(_socket, "AF_UNIX") and sys.executable):
         return False, "execute_code needs a POSIX system with Unix sockets and a Python interpreter"
     return commands_can_start(system)
 

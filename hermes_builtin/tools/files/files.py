@@ -614,6 +614,10 @@ def _config(context: CallContext) -> dict[str, Any]:
 
 def _check(system: Any) -> tuple[bool, str] | Unavailable:
     """Hidden, with the reason, when the session environment cannot serve files (a remote kind that is down)."""
+    from hermes_core.environments import configured_kind
+
+    if configured_kind(system) == "local":  # local file operations need no backend: nothing to load or probe
+        return True, ""
     from hermes_core.environments import environment_check
 
     return environment_check(system, files=True)
