@@ -273,7 +273,8 @@ class ToolSystem:
         if system._schema_checker is not None:
             system._schema_checker.flush()
         system.pipeline.refresh_hooks()
-        system.availability.start(system.registry.entries())  # every check at once, off the call path
+        # no check starts here: the first selection (definitions, a call) starts them all at once, off the
+        # call path; started at load, their threads fought the load for the GIL and the import lock
         if mcp and cfg.mcp_servers:
             system._start_mcp()
         if scheduler or (scheduler is None and _scheduler_opted_in(cfg)):

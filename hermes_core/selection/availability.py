@@ -6,7 +6,8 @@ setting (``clarify`` without a way to ask the user): the doctor does not count t
 ``Unavailable`` with a ``fix`` gives the doctor its remedy.
 
 Checks never run on the caller's thread. Each run is started on a daemon thread of its own, all of them at once
-(when the system is loaded, and for new or expired verdicts when a selection is resolved), and has a deadline
+(for new or expired verdicts when a selection is resolved: the first ``definitions()`` or call after load starts
+every check of its selection; ``start`` starts some beforehand), and has a deadline
 (``[tools] check_timeout`` after it started). A verdict is kept for ``[tools] check_ttl`` seconds; after that it
 is still used while the check runs again. Who waits for what:
 
