@@ -17,6 +17,7 @@ that fails to import never shows its hooks any other way.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.machinery
 import os
 from collections.abc import Iterator, Mapping
@@ -125,15 +126,19 @@ def _hook_names(source: str) -> set[str]:
     }
 
 
-def unmarked_hooks(plugin: Any) -> list[str]:
-    """Functions of ``plugin`` named after a hook but missing ``@hookimpl``: pluggy never calls them."""
+@functools.cache
+def _hooks() -> tuple[str, ...]:
+    """The hooks hermes declares (asked once per drop-in file: worked out once)."""
     from .. import hookspecs
 
+    return tuple(n for n in dir(hookspecs) if hasattr(getattr(hookspecs, n), f"{PROJECT}_spec"))
+
+
+def unmarked_hooks(plugin: Any) -> list[str]:
+    """Functions of ``plugin`` named after a hook but missing ``@hookimpl``: pluggy never calls them."""
     marker = f"{PROJECT}_impl"
     out = []
-    for name in dir(hookspecs):
-        if not hasattr(getattr(hookspecs, name), f"{PROJECT}_spec"):
-            continue
+    for name in _hooks():
         value = getattr(plugin, name, None)
         if callable(value) and not hasattr(value, marker):
             module = getattr(value, "__module__", None)

@@ -15,6 +15,7 @@ chooses one, or several fused by reciprocal rank (``[tools] search_ranker``).
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 import math
 import re
@@ -395,7 +396,9 @@ _CONCEPTS: dict[str, str] = {
 }
 
 
+@functools.cache
 def _synonym_stems() -> dict[str, tuple[str, ...]]:
+    """The stemmed synonym table, built on the first search (not at import: most starts never search)."""
     merged: dict[str, list[str]] = {}
     for word, others in _SYNONYMS.items():
         merged.setdefault(stem(word), []).extend(stem(o) for o in others)
@@ -405,7 +408,6 @@ def _synonym_stems() -> dict[str, tuple[str, ...]]:
     return {k: tuple(dict.fromkeys(o for o in v if o != k)) for k, v in merged.items()}
 
 
-_SYNONYM_STEMS = _synonym_stems()
 _FILE_NAME = re.compile(
     r"\b[\w-]+\.(?:py|js|ts|tsx|jsx|md|txt|json|ya?ml|toml|html?|css|csv|xml|ini|cfg|sh|go|rs|java|c|h|cpp|rb|php|sql|log)\b",
     re.I,
@@ -502,8 +504,9 @@ class BM25Ranker:
             wanted[term] = wanted.get(term, 0.0) + 1.0
         if _FILE_NAME.search(query):  # "main.py": a file
             wanted.setdefault("file", _SYNONYM_WEIGHT)
+        synonyms = _synonym_stems()
         for term in list(wanted):
-            for other in _SYNONYM_STEMS.get(term, ()):
+            for other in synonyms.get(term, ()):
                 if other not in wanted:
                     wanted[other] = _SYNONYM_WEIGHT
             if len(term) >= 4:  # "mongo" finds "mongodb", "kube" finds "kubernetes"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hermes_core import CallContext, ToolError, ToolRegistry
+from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
 
 TOOLSET = "computer_use"
 ACTIONS = ("screenshot", "move", "click", "double_click", "right_click", "type", "key", "scroll")
@@ -228,10 +228,15 @@ def computer_use(
     return done
 
 
+def check(system: Any) -> tuple[bool, str] | Unavailable:
+    """``_xdisplay.check``, imported when the check first runs rather than at load."""
+    from ._xdisplay import check as display_check
+
+    return display_check(system)
+
+
 def register(registry: ToolRegistry) -> None:
     """Register ``computer_use`` (toolset "computer_use")."""
-    from ._xdisplay import check
-
     registry.register(
         name="computer_use",
         toolset=TOOLSET,

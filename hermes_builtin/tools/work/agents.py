@@ -12,7 +12,7 @@ description and schema come from it through ``dynamic_schema_overrides``.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import uuid
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -304,7 +304,7 @@ def delegate_task(
                     parent=parent,
                     session_id=None
                     if parent is not None
-                    else f"{context.session_id}/task-{uuid.uuid4().hex[:6]}",
+                    else f"{context.session_id}/task-{os.urandom(3).hex()}",  # no uuid import at load
                 )
             )
     except ModelConfigError as err:
