@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._layout import SandboxRefused
-
 __all__ = ["Readiness", "readiness"]
 
 _CACHE_NAME = "sandbox-readiness.json"
@@ -96,6 +94,7 @@ def readiness(owner: Any) -> Readiness:
 
 def assess(owner: Any) -> Readiness:
     """The answer of ``readiness`` worked out now: the sandbox's backend and its layout for the workspace."""
+    from ._layout import SandboxRefused
     from ._owner import sandbox_for
 
     try:

@@ -149,8 +149,6 @@ def video_available(system: Any) -> tuple[bool, str] | Unavailable:
     """Shown with ffmpeg and ffprobe installed, a vision model configured and the environment able to run."""
     import shutil
 
-    from hermes_core.environments import environment_check
-
     from ._vision import available
     from ._web_settings import SettingsError
 
@@ -166,6 +164,8 @@ def video_available(system: Any) -> tuple[bool, str] | Unavailable:
         VideoSettings.from_config(system.plugin_config(SECTION))
     except SettingsError as err:
         return False, str(err)
+    from hermes_core.environments import environment_check  # only once the rest holds: it loads the kinds
+
     return environment_check(system)
 
 
