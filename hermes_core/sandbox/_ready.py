@@ -9,8 +9,10 @@ a digest of everything that decides it: the ``[sandbox]`` table, the workspace, 
 ``HERMES_*``/``XDG_*`` variables (with the paths they resolve to), the interpreter, the uid and gid, the
 kernel (release, version, LSMs, the user namespace and its uid map), the sysctls that let user namespaces be
 made, the ``bwrap`` binary found on ``PATH`` (path, inode, size, mode, mtime) and this package's own files.
-A changed key, or an answer older than an hour, probes again; a command that runs builds its walls itself
-all the same, so a stale answer can only hide or show a tool, never run a command without walls.
+A changed key, or an answer older than an hour, probes again; so does any process that has loaded the sandbox
+(it ran a command): there the answer is cheap, and it replaces a kept one that differs. A command that runs
+builds its walls itself all the same, so a stale answer can only hide or show a tool, never run a command
+without walls (it fails with the reason instead).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 __all__ = ["Readiness", "readiness"]
 
 _CACHE_NAME = "sandbox-readiness.json"
+_SANDBOX_MODULE = "hermes_core.sandbox._sandbox"
 _CACHE_VERSION = 1
 _CACHE_TTL = 3600.0  # seconds: bounds what the key cannot see (an AppArmor profile loaded since, say)
 # what lets bwrap make its namespaces, and what Landlock needs from the kernel
@@ -85,10 +88,13 @@ def readiness(owner: Any) -> Readiness:
     except (OSError, TypeError, ValueError):
         return assess(owner)
     kept = _cached(cache, key)
-    if kept is not None:
+    if kept is not None and _SANDBOX_MODULE not in sys.modules:
         return kept
+    # a process that has loaded the sandbox (it ran a command, or asked before) works the answer out itself:
+    # cheap there (the probe is cached per process, the layout per sandbox), and it corrects a kept answer
     ready = assess(owner)
-    _keep(cache, key, ready)
+    if ready != kept:
+        _keep(cache, key, ready)
     return ready
 
 
