@@ -37,16 +37,6 @@ from ._config import (
     model_specs,
     resolve_spec,
 )
-from ._types import (
-    CancelToken,
-    ModelClient,
-    ModelError,
-    ModelReply,
-    RetryCallback,
-    TextCallback,
-    ToolCall,
-    Usage,
-)
 
 if TYPE_CHECKING:
     import httpx
@@ -54,6 +44,29 @@ if TYPE_CHECKING:
     from ..host import Host
     from ._anthropic import AnthropicClient
     from ._openai import OpenAIChatClient
+    from ._types import (
+        CancelToken,
+        ModelClient,
+        ModelError,
+        ModelReply,
+        RetryCallback,
+        TextCallback,
+        ToolCall,
+        Usage,
+    )
+
+_TYPES = frozenset(
+    (
+        "CancelToken",
+        "ModelClient",
+        "ModelError",
+        "ModelReply",
+        "RetryCallback",
+        "TextCallback",
+        "ToolCall",
+        "Usage",
+    )
+)
 
 __all__ = [
     "PROVIDERS",
@@ -79,8 +92,14 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # the wire clients (and the HTTP machinery under them) load on first use: a check that only asks whether a
-    # model is configured, on every start, must not pay for them
+    # the wire clients (and the HTTP machinery under them) and the reply types load on first use: a check that
+    # only asks whether a model is configured, on every start, must not pay for them
+    if name in _TYPES:
+        from . import _types
+
+        value = getattr(_types, name)
+        globals()[name] = value
+        return value
     if name == "AnthropicClient":
         from ._anthropic import AnthropicClient
 
