@@ -3,9 +3,11 @@
 A ranker is made from the searchable tools of one selection (``ToolDoc``s) and answers ``search(query, limit)``
 with ``(name, score)`` pairs, best first. The built-in ``BM25Ranker`` needs no model: it splits names into their
 parts (``snake_case``, ``camelCase``, ``kebab-case``), folds word forms with a light stemmer (``creates``,
-``created``, ``creating`` -> ``creat``), weighs a tool's name above its description and its parameters, and
-widens the query with a short table of everyday synonyms (``remove`` also looks for ``delete``) at a lower
-weight. Each posting's BM25 contribution is computed once when the index is built, so a query only adds up
+``created``, ``creating`` -> ``creat``), splits compounds written as one word (``cronjob`` is also ``cron`` and
+``job``), weighs a tool's name above its description and its parameters, and widens the query with a short table
+of everyday synonyms (``remove`` also looks for ``delete``) at a lower weight. Each word typed is one group of
+terms (the word, its synonyms, its completions) and a tool scores a group by its best member, so a word counts
+once however many of its synonyms a tool mentions. Each posting's BM25 contribution is computed once when the index is built, so a query only adds up
 numbers; terms found in a large share of the tools only re-score candidates the rarer terms found.
 
 Plugins add rankers with the ``register_tool_rankers`` hook (an embedding ranker, say) and the configuration
@@ -425,6 +427,7 @@ NAME_BONUS = 1.5
 COORD_FLOOR = 0.5
 GROUP_BONUS = 0.5
 _PREFIX_WEIGHT = 0.5
+_PART_WEIGHT = 0.5  # each part of a compound name word, of the name's weight
 _RESCORED = 40
 _DEPTH = 200  # postings of one term walked to find candidates
 
@@ -468,6 +471,33 @@ def _doc_terms(doc: ToolDoc) -> dict[str, float]:
     return found
 
 
+class _Splitter:
+    """Splits a compound written as one word (``cronjob``, ``webhook``, ``filesystem``) into two terms the index
+    knows, each at least three letters, unless the whole is much more common than its parts (more than twice
+    the geometric mean of the numbers of tools using each): ``download`` or ``output`` stay whole."""
+
+    def __init__(self, known: dict[str, int]) -> None:
+        self.known = known
+        self.cache: dict[str, tuple[str, ...]] = {}
+
+    def __call__(self, term: str) -> tuple[str, ...]:
+        found = self.cache.get(term)
+        if found is None:
+            found = ()
+            known = self.known
+            if len(term) >= 6 and not term.isdigit():
+                best = known.get(term, 0) / 2  # the whole may be up to twice as common as its parts
+                for cut in range(3, len(term) - 2):
+                    head, tail = term[:cut], term[cut:]
+                    if head in known:
+                        tail = tail if tail in known else stem(tail)
+                        common = math.sqrt(known[head] * known.get(tail, 0))
+                        if common >= best:
+                            found, best = (head, tail), common
+            self.cache[term] = found
+        return found
+
+
 class BM25Ranker:
     """Fielded BM25 over the tools' names, descriptions, parameters, toolsets and sources (see the module)."""
 
@@ -476,6 +506,20 @@ class BM25Ranker:
     def __init__(self, docs: Sequence[ToolDoc]) -> None:
         self.names = [d.name for d in docs]
         weighted = [_doc_terms(d) for d in docs]
+        known: dict[str, int] = {}
+        for tf in weighted:
+            for term in tf:
+                known[term] = known.get(term, 0) + 1
+        split = _Splitter(known)
+        units: list[tuple[tuple[str, tuple[str, ...]], ...]] = []
+        for number, doc in enumerate(docs):
+            named = tuple((t, split(t)) for t in dict.fromkeys(terms(doc.name)))
+            units.append(named)
+            if any(parts for _, parts in named):  # "cronjob" is also "cron" and "job"
+                tf = weighted[number] = dict(weighted[number])
+                for _, parts in named:
+                    for part in parts:
+                        tf[part] = tf.get(part, 0.0) + _NAME_WEIGHT * _PART_WEIGHT
         lengths = [sum(tf.values()) for tf in weighted]
         count = len(docs)
         average = (sum(lengths) / count) if count else 1.0
@@ -491,35 +535,35 @@ class BM25Ranker:
                 idf = math.log(1 + (count - df + 0.5) / (df + 0.5))
                 postings.setdefault(term, {})[number] = idf * f * (_K1 + 1) / (f + norm)
         self._postings = postings
-        self._name_terms = [frozenset(terms(d.name)) for d in docs]
+        self._name_units = units
         self._group_terms = [frozenset(terms(f"{d.toolset.removeprefix('mcp-')} {d.source}")) for d in docs]
         self._vocabulary = sorted(postings)
         self._top: dict[str, list[tuple[int, float]]] = {}  # the heaviest postings of frequent terms
 
-    def _query(self, query: str) -> dict[str, float]:
-        wanted: dict[str, float] = {}
+    def _groups(self, query: str) -> list[tuple[float, dict[str, float]]]:
+        """The query as groups, one per word typed: the word's term (weight 1) and the terms it stands for
+        (synonyms, completions of a prefix, the word without ``re``/``un``) at lower weights. A tool scores a
+        group by its best member, so a word with many synonyms counts once, however many of them a tool has."""
+        typed: dict[str, float] = {}
         for term in terms(query):
-            wanted[term] = wanted.get(term, 0.0) + 1.0
-        if _FILE_NAME.search(query):  # "main.py": a file
-            wanted.setdefault("file", _SYNONYM_WEIGHT)
-        for term in list(wanted):
+            typed[term] = typed.get(term, 0.0) + 1.0
+        groups: list[tuple[float, dict[str, float]]] = []
+        postings = self._postings
+        for term, count in typed.items():
+            members = {term: 1.0}
             for other in _SYNONYM_STEMS.get(term, ()):
-                if other not in wanted:
-                    wanted[other] = _SYNONYM_WEIGHT
+                members.setdefault(other, _SYNONYM_WEIGHT)
             if len(term) >= 4:  # "mongo" finds "mongodb", "kube" finds "kubernetes"
                 for other in self._completions(term):
-                    if other not in wanted:
-                        wanted[other] = _PREFIX_WEIGHT
+                    members.setdefault(other, _PREFIX_WEIGHT)
             for prefix in ("re", "un"):  # reassign -> assign, rerun -> run, uncommitted -> commit
                 base = term[2:]
-                if (
-                    term.startswith(prefix)
-                    and len(base) > 3
-                    and base in self._postings
-                    and base not in wanted
-                ):
-                    wanted[base] = _PREFIX_WEIGHT
-        return wanted
+                if term.startswith(prefix) and len(base) > 3 and base in postings:
+                    members.setdefault(base, _PREFIX_WEIGHT)
+            groups.append((count, members))
+        if _FILE_NAME.search(query) and "file" not in typed:  # "main.py": a file
+            groups.append((_SYNONYM_WEIGHT, {"file": 1.0}))
+        return groups
 
     def _completions(self, prefix: str, most: int = 3) -> list[str]:
         vocabulary = self._vocabulary
@@ -542,38 +586,71 @@ class BM25Ranker:
 
     def search(self, query: str, limit: int) -> list[tuple[str, float]]:
         postings = self._postings
-        wanted = self._query(query)
-        found = [(term, postings[term], w) for term, w in wanted.items() if term in postings]
-        if not found or limit < 1:
+        groups = [
+            (count, [(postings[t], t, w) for t, w in members.items() if t in postings])
+            for count, members in self._groups(query)
+        ]
+        groups = [g for g in groups if g[1]]
+        if not groups or limit < 1:
             return []
         scores: dict[int, float] = {}
         get = scores.get
         truncated = False
-        for term, plist, weight in found:
-            leaders = self._leaders(term, plist)
-            truncated = truncated or len(leaders) < len(plist)
-            for doc, value in leaders:
-                scores[doc] = get(doc, 0.0) + value * weight
+        for count, members in groups:
+            best: dict[int, float] = {}
+            top = best.get
+            for plist, term, weight in members:
+                leaders = self._leaders(term, plist)
+                truncated = truncated or len(leaders) < len(plist)
+                weight *= count
+                for doc, value in leaders:
+                    value *= weight
+                    if value > top(doc, 0.0):
+                        best[doc] = value
+            for doc, value in best.items():
+                scores[doc] = get(doc, 0.0) + value
+        wide = max(limit * 8, _RESCORED)
         if truncated:  # exact scores for the leading candidates
-            leading = heapq.nlargest(max(limit * 8, _RESCORED), scores, key=scores.__getitem__)
-            scores = {d: sum(p.get(d, 0.0) * w for _, p, w in found) for d in leading}
-        best = heapq.nlargest(max(limit * 8, _RESCORED), scores.items(), key=itemgetter(1))
-        best = self._rescore(best, wanted)
+            leading = heapq.nlargest(wide, scores, key=scores.__getitem__)
+            scores = {
+                d: sum(max(p.get(d, 0.0) * w for p, _, w in members) * c for c, members in groups)
+                for d in leading
+            }
+        best_docs = heapq.nlargest(wide, scores.items(), key=itemgetter(1))
+        ranked = self._rescore(best_docs, groups)
         names = self.names
-        return [(names[doc], score) for doc, score in best[:limit]]
+        return [(names[doc], score) for doc, score in ranked[:limit]]
 
-    def _rescore(self, best: list[tuple[int, float]], wanted: dict[str, float]) -> list[tuple[int, float]]:
+    def _rescore(
+        self,
+        best: list[tuple[int, float]],
+        groups: list[tuple[float, list[tuple[dict[int, float], str, float]]]],
+    ) -> list[tuple[int, float]]:
         """The leading candidates again, with two signals BM25 lacks: how much of the tool's name the query
-        covers (names are the tools' tersest summaries), and how many of the words typed the tool matched."""
-        postings = self._postings
-        typed = [t for t, w in wanted.items() if w >= 1.0]
+        covers (names are the tools' tersest summaries), and what share of the words typed the tool matched
+        (a word matched only through a synonym counts for the synonym's weight)."""
+        weight_of: dict[str, float] = {}
+        for _, members in groups:
+            for _, term, w in members:
+                if w > weight_of.get(term, 0.0):
+                    weight_of[term] = w
         out = []
         for doc, score in best:
-            name = self._name_terms[doc]
-            covered = sum(wanted.get(t, 0.0) for t in name) / len(name) if name else 0.0
-            matched = sum(1 for t in typed if doc in postings.get(t, ()))
-            coord = matched / len(typed) if typed else 1.0
-            named = any(t in wanted for t in self._group_terms[doc])  # the query names the tool's service
+            units = self._name_units[doc]
+            covered = (
+                sum(
+                    max(weight_of.get(t, 0.0), sum(weight_of.get(p, 0.0) for p in parts) / len(parts))
+                    if parts
+                    else weight_of.get(t, 0.0)
+                    for t, parts in units
+                )
+                / len(units)
+                if units
+                else 0.0
+            )
+            matched = sum(max((w for p, _, w in members if doc in p), default=0.0) for _, members in groups)
+            coord = matched / len(groups)
+            named = any(t in weight_of for t in self._group_terms[doc])  # the query names the tool's service
             score *= (1 + NAME_BONUS * min(covered, 1.0)) * (COORD_FLOOR + (1 - COORD_FLOOR) * coord)
             out.append((doc, score * (1 + GROUP_BONUS) if named else score))
         out.sort(key=itemgetter(1), reverse=True)

@@ -1,0 +1,52 @@
+"""The built-in lexical ranker (``hermes_core.selection.BM25Ranker``) on small hand-made catalogs.
+
+Each test pins one retrieval behaviour at the public surface: ``BM25Ranker(docs).search(query, limit)``.
+"""
+
+from __future__ import annotations
+
+from hermes_core.selection import BM25Ranker, ToolDoc
+
+
+def ranked(docs: list[tuple[str, str]], query: str, limit: int = 5) -> list[str]:
+    ranker = BM25Ranker([ToolDoc(name, description) for name, description in docs])
+    return [name for name, _ in ranker.search(query, limit)]
+
+
+HOOKS = [
+    ("webhook", "Registers a callback URL."),
+    ("web_search", "Search the web."),
+    ("web_fetch", "Fetch a web page."),
+    ("git_hook_install", "Install a git hook in a repository."),
+    ("hook_list", "List the hooks of a repository."),
+]
+
+
+def test_a_word_counts_once_however_many_of_its_synonyms_a_tool_mentions() -> None:
+    # "show" stands for get, list, view, read...: a tool that names all of them is not four times as relevant
+    docs = [
+        ("queue_list", "List the queues of a message broker."),
+        ("queue_inspect", "Get, view, read and display the details of one queue."),
+        ("broker_status", "Status of the broker."),
+    ]
+    assert ranked(docs, "show me the queues")[0] == "queue_list"
+
+
+def test_a_compound_name_is_found_by_its_parts() -> None:
+    # "webhook" is "web" + "hook", both words the catalog uses more often than the compound
+    assert ranked(HOOKS, "add a web hook")[0] == "webhook"
+    assert ranked(HOOKS, "web hooks")[0] == "webhook"
+    assert "webhook" in ranked(HOOKS, "hook")
+
+
+def test_a_word_common_on_its_own_is_not_split() -> None:
+    docs = [
+        ("download", "Download a file."),
+        ("file_download", "Download one file to disk."),
+        ("url_download", "Download what a URL points to."),
+        ("page_down", "Scroll down a page."),
+        ("model_load", "Load a model."),
+    ]
+    # "download" is far more common than "down" and "load": it is a word of its own, not split
+    assert ranked(docs, "load")[0] == "model_load"
+    assert "download" not in ranked(docs, "load")
