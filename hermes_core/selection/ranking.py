@@ -574,87 +574,103 @@ class BM25Ranker:
             at += 1
         return out
 
-    def _leaders(self, term: str, plist: dict[int, float]) -> Sequence[tuple[int, float]]:
-        """A term's postings for finding candidates: all of them, or for a term in many tools its
-        ``_DEPTH`` heaviest (their exact scores are added up again for the candidates afterwards)."""
+    def _leaders(self, term: str, plist: dict[int, float]) -> Iterable[tuple[int, float]]:
+        """A term's postings for finding candidates: all of them, or for a term in many tools its ``_DEPTH``
+        heaviest (the candidates' exact scores are added up again afterwards)."""
         if len(plist) <= _DEPTH:
-            return plist.items()  # type: ignore[return-value]
+            return plist.items()
         top = self._top.get(term)
         if top is None:
             top = self._top[term] = heapq.nlargest(_DEPTH, plist.items(), key=itemgetter(1))
         return top
 
     def search(self, query: str, limit: int) -> list[tuple[str, float]]:
-        postings = self._postings
-        groups = [
-            (count, [(postings[t], t, w) for t, w in members.items() if t in postings])
-            for count, members in self._groups(query)
-        ]
-        groups = [g for g in groups if g[1]]
-        if not groups or limit < 1:
+        if limit < 1:
             return []
+        postings = self._postings
+        groups: list[tuple[float, list[tuple[str, dict[int, float], float]]]] = []
+        weight_of: dict[str, float] = {}  # each term's heaviest weight in the query
+        for count, wanted in self._groups(query):
+            found = []
+            for term, weight in wanted.items():
+                posted = postings.get(term)
+                if posted is not None:
+                    found.append((term, posted, weight))
+                    if weight > weight_of.get(term, 0.0):
+                        weight_of[term] = weight
+            if found:
+                groups.append((count, found))
+        if not groups:
+            return []
+        # candidates: the tools in the heaviest postings of each group's terms, each group's best member
         scores: dict[int, float] = {}
         get = scores.get
-        truncated = False
         for count, members in groups:
+            if len(members) == 1:
+                term, plist, weight = members[0]
+                weight *= count
+                for doc, value in self._leaders(term, plist):
+                    scores[doc] = get(doc, 0.0) + value * weight
+                continue
             best: dict[int, float] = {}
             top = best.get
-            for plist, term, weight in members:
-                leaders = self._leaders(term, plist)
-                truncated = truncated or len(leaders) < len(plist)
+            for term, plist, weight in members:
                 weight *= count
-                for doc, value in leaders:
+                for doc, value in self._leaders(term, plist):
                     value *= weight
                     if value > top(doc, 0.0):
                         best[doc] = value
             for doc, value in best.items():
                 scores[doc] = get(doc, 0.0) + value
         wide = max(limit * 8, _RESCORED)
-        if truncated:  # exact scores for the leading candidates
-            leading = heapq.nlargest(wide, scores, key=scores.__getitem__)
-            scores = {
-                d: sum(max(p.get(d, 0.0) * w for p, _, w in members) * c for c, members in groups)
-                for d in leading
-            }
-        best_docs = heapq.nlargest(wide, scores.items(), key=itemgetter(1))
-        ranked = self._rescore(best_docs, groups)
+        leading = heapq.nlargest(wide, scores, key=scores.__getitem__) if len(scores) > wide else list(scores)
+        ranked = self._rescore(leading, groups, weight_of, limit)
         names = self.names
-        return [(names[doc], score) for doc, score in ranked[:limit]]
+        return [(names[doc], score) for score, doc in ranked]
 
     def _rescore(
         self,
-        best: list[tuple[int, float]],
-        groups: list[tuple[float, list[tuple[dict[int, float], str, float]]]],
-    ) -> list[tuple[int, float]]:
-        """The leading candidates again, with two signals BM25 lacks: how much of the tool's name the query
-        covers (names are the tools' tersest summaries), and what share of the words typed the tool matched
-        (a word matched only through a synonym counts for the synonym's weight)."""
-        weight_of: dict[str, float] = {}
-        for _, members in groups:
-            for _, term, w in members:
-                if w > weight_of.get(term, 0.0):
-                    weight_of[term] = w
+        leading: list[int],
+        groups: list[tuple[float, list[tuple[str, dict[int, float], float]]]],
+        weight_of: dict[str, float],
+        limit: int,
+    ) -> list[tuple[float, int]]:
+        """The leading candidates' exact scores, with two signals BM25 lacks: how much of the tool's name the
+        query covers (names are the tools' tersest summaries), and what share of the words typed the tool
+        matched (a word matched only through a stand-in counts for the stand-in's weight)."""
         out = []
-        for doc, score in best:
-            units = self._name_units[doc]
-            covered = (
-                sum(
-                    max(weight_of.get(t, 0.0), sum(weight_of.get(p, 0.0) for p in parts) / len(parts))
-                    if parts
-                    else weight_of.get(t, 0.0)
-                    for t, parts in units
-                )
-                / len(units)
-                if units
-                else 0.0
-            )
-            matched = sum(max((w for p, _, w in members if doc in p), default=0.0) for _, members in groups)
-            coord = matched / len(groups)
-            named = any(t in weight_of for t in self._group_terms[doc])  # the query names the tool's service
-            score *= (1 + NAME_BONUS * min(covered, 1.0)) * (COORD_FLOOR + (1 - COORD_FLOOR) * coord)
-            out.append((doc, score * (1 + GROUP_BONUS) if named else score))
-        out.sort(key=itemgetter(1), reverse=True)
-        return out
+        name_units = self._name_units
+        group_terms = self._group_terms
+        typed = len(groups)
+        for doc in leading:
+            score = matched = 0.0
+            for count, members in groups:
+                value = weight = 0.0
+                for _, plist, w in members:
+                    v = plist.get(doc)
+                    if v is not None:
+                        v *= w
+                        if v > value:
+                            value = v
+                        if w > weight:
+                            weight = w
+                score += value * count
+                matched += weight
+            units = name_units[doc]
+            if units:
+                covered = 0.0
+                for term, parts in units:
+                    c = weight_of.get(term, 0.0)
+                    if parts:
+                        c = max(c, sum(weight_of.get(p, 0.0) for p in parts) / len(parts))
+                    covered += c
+                covered /= len(units)
+                score *= 1 + NAME_BONUS * min(covered, 1.0)
+            score *= COORD_FLOOR + (1 - COORD_FLOOR) * matched / typed
+            if not group_terms[doc].isdisjoint(weight_of):  # the query names the tool's service
+                score *= 1 + GROUP_BONUS
+            out.append((score, -doc))  # equal scores: the tool registered first
+        return [(score, -doc) for score, doc in heapq.nlargest(limit, out)]
 
 
 def fuse(rankings: Iterable[list[tuple[str, float]]], limit: int, k: float = 60.0) -> list[tuple[str, float]]:
