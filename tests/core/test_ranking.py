@@ -5,7 +5,14 @@ Each test pins one retrieval behaviour at the public surface: ``BM25Ranker(docs)
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+from hermes_core import ToolSystem
 from hermes_core.selection import BM25Ranker, ToolDoc
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks" / "catalog"))
+from catalog import CatalogPlugin
 
 
 def ranked(docs: list[tuple[str, str]], query: str, limit: int = 5) -> list[str]:
@@ -50,3 +57,26 @@ def test_a_word_common_on_its_own_is_not_split() -> None:
     # "download" is far more common than "down" and "load": it is a word of its own, not split
     assert ranked(docs, "load")[0] == "model_load"
     assert "download" not in ranked(docs, "load")
+
+
+def test_an_unnamed_plugins_made_up_label_is_not_searched(tmp_path: Path) -> None:
+    # an in-process plugin without a name is labelled after its object id: those letters mean nothing
+    tools = [
+        {"name": "queue_list", "toolset": "queues", "description": "List the queues.", "parameters": {}},
+        {"name": "queue_purge", "toolset": "queues", "description": "Empty a queue.", "parameters": {}},
+    ]
+    system = ToolSystem.load(
+        plugins_dir=False,
+        load_entry_points=False,
+        plugins=[CatalogPlugin(tools, with_search=True)],
+        config={"tools": {"search": "on", "search_core": ["terminal"]}},
+        workspace=tmp_path,
+        mcp=False,
+    )
+    try:
+        label = system.registry["queue_list"].plugin
+        assert label and label.startswith("plugin-")
+        assert system.search_tools(label.removeprefix("plugin-"), load=False, everything=True).matches == []
+        assert system.search_tools("list queues", load=False).matches[0].name == "queue_list"
+    finally:
+        system.close()
