@@ -538,7 +538,7 @@ class BM25Ranker:
         self._name_units = units
         self._group_terms = [frozenset(terms(f"{d.toolset.removeprefix('mcp-')} {d.source}")) for d in docs]
         self._vocabulary = sorted(postings)
-        self._top: dict[str, list[tuple[int, float]]] = {}  # the heaviest postings of frequent terms
+        self._top: dict[str, dict[int, float]] = {}  # the heaviest postings of frequent terms
 
     def _groups(self, query: str) -> list[tuple[float, dict[str, float]]]:
         """The query as groups, one per word typed: the word's term (weight 1) and the terms it stands for
@@ -574,14 +574,14 @@ class BM25Ranker:
             at += 1
         return out
 
-    def _leaders(self, term: str, plist: dict[int, float]) -> Iterable[tuple[int, float]]:
+    def _leaders(self, term: str, plist: dict[int, float]) -> dict[int, float]:
         """A term's postings for finding candidates: all of them, or for a term in many tools its ``_DEPTH``
         heaviest (the candidates' exact scores are added up again afterwards)."""
         if len(plist) <= _DEPTH:
-            return plist.items()
+            return plist
         top = self._top.get(term)
         if top is None:
-            top = self._top[term] = heapq.nlargest(_DEPTH, plist.items(), key=itemgetter(1))
+            top = self._top[term] = dict(heapq.nlargest(_DEPTH, plist.items(), key=itemgetter(1)))
         return top
 
     def search(self, query: str, limit: int) -> list[tuple[str, float]]:
@@ -603,24 +603,30 @@ class BM25Ranker:
         if not groups:
             return []
         # candidates: the tools in the heaviest postings of each group's terms, each group's best member
-        scores: dict[int, float] = {}
-        get = scores.get
+        # (the first member's postings are copied, not walked: for a word with no stand-ins, that is all)
+        leaders = self._leaders
+        bests: list[dict[int, float]] = []
         for count, members in groups:
-            if len(members) == 1:
-                term, plist, weight = members[0]
-                weight *= count
-                for doc, value in self._leaders(term, plist):
-                    scores[doc] = get(doc, 0.0) + value * weight
-                continue
-            best: dict[int, float] = {}
+            term, plist, weight = members[0]
+            weight *= count
+            first = leaders(term, plist)
+            if weight != 1.0:
+                best = {doc: value * weight for doc, value in first.items()}
+            else:
+                best = dict(first) if len(members) > 1 else first  # never changed when it is the postings
             top = best.get
-            for term, plist, weight in members:
+            for term, plist, weight in members[1:]:
                 weight *= count
-                for doc, value in self._leaders(term, plist):
+                for doc, value in leaders(term, plist).items():
                     value *= weight
                     if value > top(doc, 0.0):
                         best[doc] = value
-            for doc, value in best.items():
+            bests.append(best)
+        bests.sort(key=len, reverse=True)
+        scores = dict(bests[0])
+        get = scores.get
+        for other in bests[1:]:
+            for doc, value in other.items():
                 scores[doc] = get(doc, 0.0) + value
         wide = max(limit * 8, _RESCORED)
         leading = heapq.nlargest(wide, scores, key=scores.__getitem__) if len(scores) > wide else list(scores)
