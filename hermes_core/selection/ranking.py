@@ -1,14 +1,15 @@
-"""Ranking tools for a query: the built-in lexical ranker (fielded BM25) and the ``Ranker`` seam plugins fill.
+"""Ranking tools for a query: the built-in lexical ranker (BM25F) and the ``Ranker`` seam plugins fill.
 
 A ranker is made from the searchable tools of one selection (``ToolDoc``s) and answers ``search(query, limit)``
 with ``(name, score)`` pairs, best first. The built-in ``BM25Ranker`` needs no model: it splits names into their
-parts (``snake_case``, ``camelCase``, ``kebab-case``), folds word forms with a light stemmer (``creates``,
-``created``, ``creating`` -> ``creat``), splits compounds written as one word (``cronjob`` is also ``cron`` and
-``job``), weighs a tool's name above its description and its parameters, and widens the query with a short table
-of everyday synonyms (``remove`` also looks for ``delete``) at a lower weight. Each word typed is one group of
-terms (the word, its synonyms, its completions) and a tool scores a group by its best member, so a word counts
-once however many of its synonyms a tool mentions. Each posting's BM25 contribution is computed once when the index is built, so a query only adds up
-numbers; terms found in a large share of the tools only re-score candidates the rarer terms found.
+parts (``snake_case``, ``camelCase``, ``kebab-case``) and compounds written as one word (``cronjob`` is also
+``cron`` and ``job``), folds word forms with a light stemmer (``creates``, ``created``, ``creating`` ->
+``creat``), weighs a tool's name above its description, parameters, toolset and source, each field normalised
+by its own length (BM25F: a long parameter list does not dilute the name), and widens the query with a short
+table of everyday synonyms (``remove`` also looks for ``delete``) at a lower weight. Each word typed is a group
+(the word, its synonyms, its completions) that a tool scores by its best member, so a word counts once however
+many of its synonyms a tool mentions. Each posting's contribution is computed once when the index is built;
+a query adds up the heaviest postings of its terms to find candidates, then scores those exactly.
 
 Plugins add rankers with the ``register_tool_rankers`` hook (an embedding ranker, say) and the configuration
 chooses one, or several fused by reciprocal rank (``[tools] search_ranker``).
@@ -437,37 +438,45 @@ def _first_sentence(text: str) -> str:
     return text[: cut.start()] if cut else text
 
 
-def _weighted_terms(doc: ToolDoc) -> dict[str, float]:
-    tf: dict[str, float] = {}
+_FIELDS = 4  # name, description, parameters, toolset and source
+_FIELD_WEIGHTS = (_NAME_WEIGHT, _DESCRIPTION_WEIGHT, 1.0, _GROUP_WEIGHT)
+Fields = tuple[dict[str, float], ...]
 
-    def add(text: str, weight: float) -> None:
+
+def _fields(doc: ToolDoc) -> Fields:
+    """The term frequencies of each field of ``doc`` (within a field, some text counts for more or less)."""
+    name: dict[str, float] = {}
+    description: dict[str, float] = {}
+    parameters: dict[str, float] = {}
+    group: dict[str, float] = {}
+
+    def add(tf: dict[str, float], text: str, weight: float = 1.0) -> None:
         for term in terms(text):
             tf[term] = tf.get(term, 0.0) + weight
 
-    add(doc.name, _NAME_WEIGHT)
-    add(doc.description, _DESCRIPTION_WEIGHT)
-    add(_first_sentence(doc.description), _FIRST_SENTENCE_WEIGHT)
-    for name, description in doc.parameters:
-        add(name, _PARAM_NAME_WEIGHT)
-        if description:
-            add(description, _PARAM_DESCRIPTION_WEIGHT)
-    group = doc.toolset.removeprefix("mcp-")
-    add(group, _GROUP_WEIGHT)
+    add(name, doc.name)
+    add(description, doc.description)
+    add(description, _first_sentence(doc.description), _FIRST_SENTENCE_WEIGHT)
+    for key, text in doc.parameters:
+        add(parameters, key, _PARAM_NAME_WEIGHT)
+        if text:
+            add(parameters, text, _PARAM_DESCRIPTION_WEIGHT)
+    add(group, doc.toolset.removeprefix("mcp-"))
     if doc.source and doc.source != doc.toolset:
-        add(doc.source, _GROUP_WEIGHT)
-    return tf
+        add(group, doc.source)
+    return name, description, parameters, group
 
 
-_DOC_TERMS: dict[ToolDoc, dict[str, float]] = {}  # a rebuilt index (one MCP server reconnected) reuses these
+_DOC_FIELDS: dict[ToolDoc, Fields] = {}  # a rebuilt index (one MCP server reconnected) reuses these
 
 
-def _doc_terms(doc: ToolDoc) -> dict[str, float]:
-    found = _DOC_TERMS.get(doc)
+def _doc_fields(doc: ToolDoc) -> Fields:
+    found = _DOC_FIELDS.get(doc)
     if found is None:
-        found = _weighted_terms(doc)
-        if len(_DOC_TERMS) >= 50_000:
-            _DOC_TERMS.clear()
-        _DOC_TERMS[doc] = found
+        found = _fields(doc)
+        if len(_DOC_FIELDS) >= 50_000:
+            _DOC_FIELDS.clear()
+        _DOC_FIELDS[doc] = found
     return found
 
 
@@ -499,16 +508,16 @@ class _Splitter:
 
 
 class BM25Ranker:
-    """Fielded BM25 over the tools' names, descriptions, parameters, toolsets and sources (see the module)."""
+    """BM25F over the tools' names, descriptions, parameters, toolsets and sources (see the module)."""
 
     name = "bm25"
 
     def __init__(self, docs: Sequence[ToolDoc]) -> None:
         self.names = [d.name for d in docs]
-        weighted = [_doc_terms(d) for d in docs]
+        fielded = [_doc_fields(d) for d in docs]
         known: dict[str, int] = {}
-        for tf in weighted:
-            for term in tf:
+        for fields in fielded:
+            for term in set().union(*fields):
                 known[term] = known.get(term, 0) + 1
         split = _Splitter(known)
         units: list[tuple[tuple[str, tuple[str, ...]], ...]] = []
@@ -516,24 +525,36 @@ class BM25Ranker:
             named = tuple((t, split(t)) for t in dict.fromkeys(terms(doc.name)))
             units.append(named)
             if any(parts for _, parts in named):  # "cronjob" is also "cron" and "job"
-                tf = weighted[number] = dict(weighted[number])
+                name = dict(fielded[number][0])
                 for _, parts in named:
                     for part in parts:
-                        tf[part] = tf.get(part, 0.0) + _NAME_WEIGHT * _PART_WEIGHT
-        lengths = [sum(tf.values()) for tf in weighted]
+                        name[part] = name.get(part, 0.0) + _PART_WEIGHT
+                fielded[number] = (name, *fielded[number][1:])
+        # BM25F: each field's frequencies are weighed and normalised by that field's length, then summed and
+        # saturated once; a tool's long parameter list does not dilute what its name says
         count = len(docs)
-        average = (sum(lengths) / count) if count else 1.0
+        averages = [
+            max(sum(sum(f[i].values()) for f in fielded) / max(count, 1), 1e-9) for i in range(_FIELDS)
+        ]
+        weighted: list[dict[str, float]] = []
+        for fields in fielded:
+            tf: dict[str, float] = {}
+            for counts, weight, average in zip(fields, _FIELD_WEIGHTS, averages, strict=True):
+                if counts:
+                    scale = weight / (1 - _B + _B * sum(counts.values()) / average)
+                    for term, f in counts.items():
+                        tf[term] = tf.get(term, 0.0) + f * scale
+            weighted.append(tf)
         frequency: dict[str, int] = {}
         for tf in weighted:
             for term in tf:
                 frequency[term] = frequency.get(term, 0) + 1
         postings: dict[str, dict[int, float]] = {}
-        for number, (tf, length) in enumerate(zip(weighted, lengths, strict=True)):
-            norm = _K1 * (1 - _B + _B * length / average)
+        for number, tf in enumerate(weighted):
             for term, f in tf.items():
                 df = frequency[term]
                 idf = math.log(1 + (count - df + 0.5) / (df + 0.5))
-                postings.setdefault(term, {})[number] = idf * f * (_K1 + 1) / (f + norm)
+                postings.setdefault(term, {})[number] = idf * f * (_K1 + 1) / (f + _K1)
         self._postings = postings
         self._name_units = units
         self._group_terms = [frozenset(terms(f"{d.toolset.removeprefix('mcp-')} {d.source}")) for d in docs]

@@ -8,6 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from hermes_core import ToolSystem
 from hermes_core.selection import BM25Ranker, ToolDoc
 
@@ -80,3 +82,15 @@ def test_an_unnamed_plugins_made_up_label_is_not_searched(tmp_path: Path) -> Non
         assert system.search_tools("list queues", load=False).matches[0].name == "queue_list"
     finally:
         system.close()
+
+
+def test_a_long_parameter_list_does_not_dilute_what_the_name_says() -> None:
+    long = tuple(
+        (f"option_{n}", "A setting of the delivery, described at some length " * 4) for n in range(12)
+    )
+    ranker = BM25Ranker(
+        [ToolDoc("send_invoice", "Deliver it.", long), ToolDoc("invoice_send", "Deliver it.")]
+    )
+    (first, a), (second, b) = ranker.search("send invoice", 2)
+    assert a == pytest.approx(b)  # the same words in names of the same length: the same evidence
+    assert (first, second) == ("send_invoice", "invoice_send")  # equal scores: the tool registered first
