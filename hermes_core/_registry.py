@@ -360,6 +360,7 @@ class ToolRegistry:
         with self._lock:
             entry = self._entries.pop(name, None)
             if entry is not None:
+                self._unindex(entry)
                 self.generation += 1
             return entry
 

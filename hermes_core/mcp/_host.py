@@ -233,8 +233,6 @@ class ServerRequests:
         preview = json.dumps(_messages(params), ensure_ascii=False)[:_PREVIEW]
         context = self._current()
         if context is None:
-            from .client import own_context
-
             context = own_context(self.system, f"mcp:{self.name}")
         try:
             context.request_approval(
@@ -267,3 +265,16 @@ def _messages(params: Any) -> list[dict[str, Any]]:
         text = "\n".join(getattr(b, "text", f"[{getattr(b, 'type', 'content')}]") for b in blocks)
         out.append({"role": message.role, "content": text})
     return out
+
+
+def own_context(system: ToolSystem, tool_name: str) -> CallContext:
+    """A context of the system's own session, for asking the system's approver outside any call's context."""
+    from ..context import CallContext
+
+    return CallContext(
+        session_id=system.session_id,
+        workspace=system.workspace,
+        tool_name=tool_name,
+        host=system.host,
+        guard=system.guard,
+    )

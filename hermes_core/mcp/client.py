@@ -39,7 +39,7 @@ from ..decisions import ToolOutput
 from ..errors import ToolError
 from ..registry import Provenance, RegistrationError, provenance
 from . import _resources
-from ._host import ServerRequests
+from ._host import ServerRequests, own_context
 from ._lifecycle import CHAIN_ENV, is_own_command
 from ._spec import FIRST_BACKOFF, ClientSettings, ServerSpec, parse_spec
 from .naming import ServerTools, plan_names, safe_tool_name
@@ -120,17 +120,6 @@ def _is_connection_closed(err: BaseException) -> bool:
 def _short(err: object, limit: int = 200) -> str:
     text = f"{type(err).__name__}: {err}" if isinstance(err, BaseException) else str(err)
     return text if len(text) <= limit else text[:limit] + "…"
-
-
-def own_context(system: ToolSystem, tool_name: str) -> CallContext:
-    """A context of the system's own session, for asking the system's approver outside any call's context."""
-    return CallContext(
-        session_id=system.session_id,
-        workspace=system.workspace,
-        tool_name=tool_name,
-        host=system.host,
-        guard=system.guard,
-    )
 
 
 class _JunkReported(logging.Filter):

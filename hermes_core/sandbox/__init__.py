@@ -206,7 +206,8 @@ def sandbox_for(owner: Any = None) -> Sandbox:
     session): its ``/tmp`` is the session's private one, the same folder the file tools and ``terminal`` see.
     A system's is made the same way and closed with the system. Without a system, one process-wide default.
     """
-    if owner is not None and getattr(owner, "host", None) is not None and hasattr(owner, "session_id"):
+    # a call's context (a ToolSystem has a host and a session id too, but no call: it gets the system's own)
+    if owner is not None and hasattr(owner, "call_id") and getattr(owner, "host", None) is not None:
         return _session_sandbox(owner)
     system = getattr(owner, "host", owner) if owner is not None else None
     if system is not None and hasattr(system, "stash"):

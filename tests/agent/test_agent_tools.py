@@ -105,7 +105,7 @@ def test_tasks_run_three_at_a_time(make_system: MakeSystem) -> None:
     assert report.index("## Task 1") < report.index("## Task 5")
     assert state["peak"] == 3
     schema = next(d for d in system.definitions() if d["function"]["name"] == "delegate_task")["function"]
-    assert "at most 3 sub-agents run at the same time" in schema["description"]
+    assert "3 run at a time" in schema["description"]
 
 
 def test_sub_agents_cannot_delegate_beyond_the_depth_limit(make_system: MakeSystem) -> None:

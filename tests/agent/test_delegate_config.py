@@ -20,16 +20,14 @@ def _schema(system: Any) -> dict[str, Any]:
 
 def test_the_schema_follows_the_config(make_system: MakeSystem) -> None:
     default = _schema(make_system(models={"m": UNUSED}))
-    assert "up to 6 independent ones" in default["description"]
-    assert "at most 3 sub-agents run at the same time" in default["description"]
+    assert "3 run at a time" in default["description"] and "delegate" not in default["description"]
     assert default["parameters"]["properties"]["tasks"]["maxItems"] == 6
     agents = {"max_concurrency": 5, "max_tasks": 12, "subagent_max_turns": 30, "max_depth": 2}
     tuned = _schema(make_system(models={"m": UNUSED}, config={"plugins": {"agents": agents}}))
-    assert "up to 12 independent ones" in tuned["description"]
-    assert "at most 5 sub-agents run at the same time" in tuned["description"]
-    assert "may delegate in turn" in tuned["description"] and "3 at a time" not in str(tuned)
+    assert "5 run at a time" in tuned["description"]
+    assert "may delegate in turn" in tuned["description"] and "3 run at a time" not in str(tuned)
     props = tuned["parameters"]["properties"]
-    assert props["tasks"]["maxItems"] == 12 and "(run 5 at a time)" in props["tasks"]["description"]
+    assert props["tasks"]["maxItems"] == 12
     assert "(default 30)" in props["max_turns"]["description"]
 
 

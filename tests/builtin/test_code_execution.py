@@ -201,6 +201,17 @@ def test_description_lists_the_callable_tools(ws: Path) -> None:
     assert "hermes_tools" in desc
 
 
+def test_a_long_listing_is_cut_and_the_script_still_sees_every_tool(system: ToolSystem) -> None:
+    defs = system.definitions(search="off")
+    (desc,) = [d["function"]["description"] for d in defs if d["function"]["name"] == "execute_code"]
+    shown, _, rest = desc.partition("Tools the script can call: ")[2].partition(" and ")
+    assert shown.startswith("terminal, process, read_file") and rest.endswith("more (hermes_tools.TOOLS).")
+    data = _run(system, "import hermes_tools\nprint(len(hermes_tools.TOOLS), *hermes_tools.TOOLS)")
+    count, *tools = data["stdout"].split()
+    assert len(shown.split(", ")) + int(rest.split()[0]) == int(count) > 20 and len(desc) < 900
+    assert set(shown.split(", ")) < set(tools)
+
+
 class _Policy:
     """Blocks write_file and records every call the pipeline sees."""
 

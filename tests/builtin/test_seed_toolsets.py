@@ -123,18 +123,22 @@ def test_average_builtin_definition_stays_under_800_characters(
     assert average < 800, (average, sorted(sizes.items(), key=lambda kv: -kv[1])[:8])
 
 
-def test_no_definition_of_the_wave_3_tools_is_over_1000_characters(
+def test_no_builtin_definition_is_over_1000_characters(
     make_builtin_system: Callable[..., ToolSystem],
 ) -> None:
+    """Each built-in's registered schema, the schema with its dynamic override applied, and the definitions
+    ``definitions(enabled=["all"])`` sends, search off (every available tool in full) and on (``tool_search``
+    naming what it defers)."""
     system = _configured(make_builtin_system)
     everything = frozenset(system.registry.names())
-    for name in (
-        "browser_console",
-        "browser_dialog",
-        "browser_vision",
-        "browser_cdp",
-        "video_analyze",
-        "computer_use",
-    ):
-        size = len(json.dumps(render(system.tool_schema(system.registry.get(name), everything), "openai")))
-        assert size <= 1000, (name, size)
+    sizes: dict[str, int] = {}
+    for entry in system.registry.entries():
+        sent = render(system.tool_schema(entry, everything), "openai")
+        sizes[entry.name] = max(len(json.dumps(entry.schema)), len(json.dumps(sent)))
+    sent_all = system.definitions(enabled=["all"], search="off")
+    assert len(sent_all) >= 50  # the configured ones; Discord, Feishu and a display are not configured here
+    for definition in [*sent_all, *system.definitions(enabled=["all"], search="on")]:
+        name = definition["function"]["name"]
+        sizes[name] = max(sizes[name], len(json.dumps(definition)))
+    over = sorted(((size, name) for name, size in sizes.items() if size > 1000), reverse=True)
+    assert not over, "definitions over 1,000 characters: " + ", ".join(f"{n} {s}" for s, n in over)

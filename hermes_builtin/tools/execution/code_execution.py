@@ -54,12 +54,10 @@ DEFAULTS: dict[str, int] = {
 }
 
 _DESCRIPTION = (
-    "Run a Python 3 script in a sandboxed child process (cwd: the workspace) and get back its stdout, "
-    "stderr, exit code and a log of the tool calls it made. Print what you need to see; output is capped. "
-    "Inside the script, `from hermes_tools import read_file` (any tool below) or `call(name, **kwargs)` "
-    "runs a tool of this conversation and returns its result string. Use it to chain many tool calls or "
-    "process their results in one step. Limits: `timeout` seconds (default 60), memory, processes, "
-    "{calls} tool calls."
+    "Run a Python 3 script in a sandboxed child process (cwd: the workspace); returns its stdout, stderr, "
+    "exit code and tool calls. Print what you need (output is capped). In it, `from hermes_tools import "
+    "read_file` (any tool listed) or `call(name, **kwargs)` runs a tool, returning its result string: chain "
+    "many tool calls in one step. Limits: `timeout`, memory, processes, {calls} tool calls."
 )
 
 SCHEMA: dict[str, Any] = {
@@ -68,12 +66,12 @@ SCHEMA: dict[str, Any] = {
     "parameters": {
         "type": "object",
         "properties": {
-            "code": {"type": "string", "description": "The Python script to run."},
+            "code": {"type": "string", "description": "The Python script."},
             "timeout": {
                 "type": "integer",
                 "minimum": 1,
                 "maximum": MAX_TIMEOUT,
-                "description": f"Seconds before the script and its children are killed (default {DEFAULT_TIMEOUT}).",
+                "description": f"Seconds (default {DEFAULT_TIMEOUT}).",
             },
         },
         "required": ["code"],
@@ -81,10 +79,41 @@ SCHEMA: dict[str, Any] = {
     },
 }
 
+# The listing of callable tools is cut to this many characters so the definition stays under 1,000 however many
+# tools are enabled; the script's ``hermes_tools.TOOLS`` always lists them all. Cut, it names these first.
+LISTING_CHARS = 250
+_FIRST = (
+    "terminal", "process", "read_file", "write_file", "patch", "search_files", "web_search", "web_extract",
+    "memory", "session_search", "todo", "vision_analyze", "delegate_task",
+)  # fmt: skip
+
 
 def callable_tools(available: frozenset[str] | set[str]) -> frozenset[str]:
     """The tools a script may call when the model may use ``available``."""
     return frozenset(available) - NOT_FOR_SCRIPTS
+
+
+def listing(tools: frozenset[str]) -> str:
+    """The callable tools as the description names them: all, or as many as fit in ``LISTING_CHARS``."""
+    if not tools:
+        return ""
+    names = sorted(tools)
+    text = f" Tools the script can call: {', '.join(names)}."
+    if len(text) <= LISTING_CHARS:
+        return text
+    ordered = [n for n in _FIRST if n in tools] + [n for n in names if n not in _FIRST]
+    head = " Tools the script can call: "
+    tail = f" and {len(tools)} more (hermes_tools.TOOLS)."  # the longest tail: the count only shrinks
+    room = LISTING_CHARS - len(head) - len(tail)
+    shown: list[str] = []
+    for name in ordered:
+        room -= len(name) + (2 if shown else 0)
+        if room < 0:
+            break
+        shown.append(name)
+    if not shown:
+        return f" The script can call {len(tools)} tools (hermes_tools.TOOLS)."
+    return f"{head}{', '.join(shown)} and {len(tools) - len(shown)} more (hermes_tools.TOOLS)."
 
 
 def _schema_overrides(available: frozenset[str]) -> dict[str, Any]:
@@ -92,9 +121,7 @@ def _schema_overrides(available: frozenset[str]) -> dict[str, Any]:
         return {
             "description": "Unavailable in this conversation: execute_code runs only where the terminal tool is enabled."
         }
-    tools = sorted(callable_tools(available))
-    listing = f" Tools the script can call: {', '.join(tools)}." if tools else ""
-    return {"description": SCHEMA["description"] + listing}
+    return {"description": SCHEMA["description"] + listing(callable_tools(available))}
 
 
 def _check(system: Any) -> tuple[bool, str] | Unavailable:

@@ -38,54 +38,31 @@ _HARMLESS_TARGETS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/de
 TERMINAL_SCHEMA: dict[str, Any] = {
     "name": "terminal",
     "description": (
-        "Run a shell command with bash and return its combined stdout/stderr and exit code. The shell "
-        "remembers: the directory you cd into (within the workspace and /tmp), exported variables, functions, "
-        "options and an activated venv carry over to your next command. stdin is closed, so use "
-        "non-interactive flags (-y, --no-pager). Output is capped (head and tail kept). Foreground commands are "
-        "killed with their children at `timeout` (the shell state stays as before). For servers, long jobs or "
-        "interactive programs set background=true (pty=true for a REPL or a prompt): you get a process id for "
-        "the `process` tool. Prefer read_file/search_files/patch over cat/grep/sed for files. Commands run in "
-        "a sandbox: the workspace (and a private /tmp) is writable, system folders are read-only, and the rest "
-        "of the home folder and other processes are out of reach."
+        "Run a bash shell command; returns its output (stdout+stderr; head and tail if long) and exit code. "
+        "cd, exports and venvs persist. stdin is closed: use -y. Only the workspace and /tmp are writable. "
+        "Servers, long jobs, REPLs: background=true (pty=true for prompts), then use `process`."
     ),
     "parameters": {
         "type": "object",
         "properties": {
-            "command": {"type": "string", "description": "The bash command line to run."},
-            "workdir": {
-                "type": "string",
-                "description": "Run this command there (default: where the last command left the shell).",
-            },
-            "cwd": {"type": "string", "description": "Same as workdir (older name)."},
+            "command": {"type": "string"},
+            "workdir": {"type": "string"},
+            "cwd": {"type": "string", "description": "= workdir."},
             "timeout": {
                 "type": "integer",
                 "minimum": 1,
                 "maximum": MAX_TIMEOUT,
-                "description": f"Seconds before the command is killed (default {DEFAULT_TIMEOUT}).",
+                "description": f"Seconds (default {DEFAULT_TIMEOUT}).",
             },
-            "background": {
-                "type": "boolean",
-                "description": "Start it in the background and return a process id at once (default false).",
-            },
-            "env": {
-                "type": "object",
-                "additionalProperties": {"type": "string"},
-                "description": "Extra environment variables for this command only.",
-            },
-            "pty": {
-                "type": "boolean",
-                "description": "background: give it a terminal (REPLs, password or setup prompts).",
-            },
-            "notify_on_complete": {
-                "type": "boolean",
-                "description": "background: notify the session when it exits, with its last output.",
-            },
+            "background": {"type": "boolean"},
+            "env": {"type": "object", "additionalProperties": {"type": "string"}},
+            "pty": {"type": "boolean"},
+            "notify_on_complete": {"type": "boolean"},
             "watch_patterns": {
                 "type": "array",
                 "items": {"type": "string", "maxLength": 200},
                 "maxItems": 8,
-                "description": "background: regexes; a line of output matching one notifies the session "
-                "(e.g. 'listening on', 'ERROR').",
+                "description": "background: regexes; a matching line notifies.",
             },
         },
         "required": ["command"],
@@ -95,13 +72,10 @@ TERMINAL_SCHEMA: dict[str, Any] = {
 PROCESS_SCHEMA: dict[str, Any] = {
     "name": "process",
     "description": (
-        "Manage background processes started by `terminal` with background=true. Actions: list (all, with "
-        "status); poll (status and what it printed since you last read); log (page through all its output: "
-        "offset is 1-based, omit it for the last `limit` lines); wait (until it exits, a watched "
-        "line appears, or `timeout` seconds); write (send `data` to its input as is; \\u0003 is Ctrl-C); "
-        "submit (send `data` plus Enter: a line for a REPL or a prompt; a line for a shell passes the command "
-        "guard); close (end its input, like Ctrl-D); "
-        "kill (terminate it and its children). Output has terminal escape codes removed."
+        "Manage background processes started by terminal(background=true). Actions: list; poll (status, new "
+        "output); log (all output: offset 1-based, default the last `limit` lines); wait (until exit, a watched "
+        "line, or `timeout` s); write (send `data` as is; \\u0003 is Ctrl-C); submit (`data` plus Enter); "
+        "close (end input, Ctrl-D); kill (with its children)."
     ),
     "parameters": {
         "type": "object",
@@ -110,20 +84,20 @@ PROCESS_SCHEMA: dict[str, Any] = {
                 "type": "string",
                 "enum": ["list", "poll", "log", "wait", "write", "submit", "close", "kill"],
             },
-            "process_id": {"type": "string", "description": "The id returned by terminal (all but list)."},
-            "data": {"type": "string", "description": "write/submit: the text to send to the process."},
-            "offset": {"type": "integer", "minimum": 1, "description": "log: first line to show (1-based)."},
+            "process_id": {"type": "string", "description": "From terminal (all but list)."},
+            "data": {"type": "string"},
+            "offset": {"type": "integer", "minimum": 1},
             "limit": {
                 "type": "integer",
                 "minimum": 1,
                 "maximum": 2000,
-                "description": "log/poll: at most this many lines (default 200).",
+                "description": "log/poll: max lines (default 200).",
             },
             "timeout": {
                 "type": "integer",
                 "minimum": 0,
                 "maximum": MAX_TIMEOUT,
-                "description": "wait: seconds to wait (default 60).",
+                "description": "wait: seconds (default 60).",
             },
         },
         "required": ["action"],

@@ -29,7 +29,7 @@ MAX_PAGE_CHARS = 100_000
 MAX_WRITE_CHARS = (
     32 * 1024 * 1024
 )  # write_file's arguments, in characters (32 MB of plain text; JSON escapes count)
-FORCE = "Overwrite even if the file changed on disk since this session last saw it (default false)."
+FORCE = "Overwrite even if it changed on disk since you last saw it."
 
 READ_SCHEMA: dict[str, Any] = {
     "name": "read_file",
@@ -78,27 +78,21 @@ WRITE_SCHEMA: dict[str, Any] = {
 PATCH_SCHEMA: dict[str, Any] = {
     "name": "patch",
     "description": (
-        "Edit files and get a unified diff back. mode 'replace' (default): replace old_string with new_string "
-        "in `path`; old_string must match exactly once (whitespace/indentation differences are tolerated and "
-        "the replacement re-indented), or set replace_all. mode 'patch': apply `patch`, all files or none:\n"
-        "*** Begin Patch\n*** Update File: a.py\n@@ def f():   (optional anchor line)\n ctx\n-old\n+new\n"
+        "Edit files; returns a unified diff. mode 'replace' (default): in `path`, old_string (copied from the "
+        "file, matching once; indentation may differ) becomes new_string, or every match with replace_all. "
+        "mode 'patch': apply `patch` to all files or none:\n"
+        "*** Begin Patch\n*** Update File: a.py\n@@ def f():\n ctx\n-old\n+new\n"
         "*** Add File: b.txt\n+line\n*** Delete File: c.txt\n*** End Patch"
     ),
     "parameters": {
         "type": "object",
         "properties": {
-            "mode": {"type": "string", "enum": ["replace", "patch"], "description": "Default 'replace'."},
-            "path": {"type": "string", "description": "replace: the file to edit."},
-            "old_string": {
-                "type": "string",
-                "description": "replace: the text to find (copy it from the file).",
-            },
-            "new_string": {"type": "string", "description": "replace: the text to put instead."},
-            "replace_all": {
-                "type": "boolean",
-                "description": "replace: change every occurrence (default false).",
-            },
-            "patch": {"type": "string", "description": "patch: the patch text in the format above."},
+            "mode": {"type": "string", "enum": ["replace", "patch"]},
+            "path": {"type": "string"},
+            "old_string": {"type": "string"},
+            "new_string": {"type": "string"},
+            "replace_all": {"type": "boolean"},
+            "patch": {"type": "string"},
             "force": {"type": "boolean", "description": FORCE},
         },
     },
@@ -107,32 +101,21 @@ PATCH_SCHEMA: dict[str, Any] = {
 SEARCH_SCHEMA: dict[str, Any] = {
     "name": "search_files",
     "description": (
-        "Search the workspace. target 'content' (default): lines matching a regex, as `path:line:text`. "
-        "target 'files': file paths matching a glob (`*.py`, `src/**/test_*.py`; a plain word matches names "
-        "containing it). Honours .gitignore, skips .git and binary files. Results are sorted and paged with "
+        "Search the workspace (grep or find). target 'content' (default): lines matching the regex, as "
+        "`path:line:text`. target 'files': paths matching a glob (`*.py`, `src/**/test_*.py`; a plain word "
+        "matches names containing it). Honours .gitignore, skips .git and binary files. Sorted, paged with "
         "offset/limit."
     ),
     "parameters": {
         "type": "object",
         "properties": {
             "pattern": {"type": "string", "description": "Regex (content) or glob (files)."},
-            "target": {"type": "string", "enum": ["content", "files"], "description": "Default 'content'."},
-            "path": {
-                "type": "string",
-                "description": "Directory or file to search (default: the workspace).",
-            },
-            "file_glob": {
-                "type": "string",
-                "description": "Only search files matching this glob, e.g. '*.py'.",
-            },
+            "target": {"type": "string", "enum": ["content", "files"]},
+            "path": {"type": "string", "description": "Directory or file (default: the workspace)."},
+            "file_glob": {"type": "string", "description": "Only files matching this glob, e.g. '*.py'."},
             "case_sensitive": {"type": "boolean", "description": "Default true."},
-            "limit": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 500,
-                "description": "Results per page (default 50).",
-            },
-            "offset": {"type": "integer", "minimum": 0, "description": "Results to skip (default 0)."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 500, "description": "Default 50."},
+            "offset": {"type": "integer", "minimum": 0},
         },
         "required": ["pattern"],
     },

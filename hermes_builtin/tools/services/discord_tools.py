@@ -8,6 +8,7 @@ so the next schema is fresh. Kicks and bans ask a human first unless ``confirm_m
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -28,34 +29,32 @@ _ID = {"type": "string", "pattern": "^[0-9]{1,25}$"}
 _VIEW_HISTORY = dapi.VIEW_CHANNEL | dapi.READ_MESSAGE_HISTORY
 _PIN = (dapi.MANAGE_MESSAGES, dapi.PIN_MESSAGES)
 
-# action -> (permission alternatives (any one suffices; empty: none needed), required arguments, summary)
-Action = tuple[tuple[int, ...], tuple[str, ...], str]
+MAX_DEFINITION = 1000  # characters of a definition as sent (OpenAI format): the hidden actions' note must fit
+
+# action -> (permission alternatives (any one suffices; empty: none needed), required arguments)
+Action = tuple[tuple[int, ...], tuple[str, ...]]
 READ_ACTIONS: dict[str, Action] = {
-    "list_guilds": ((), (), "the servers the bot is in"),
-    "list_channels": ((dapi.VIEW_CHANNEL,), ("guild_id",), "a server's channels"),
-    "read_messages": ((_VIEW_HISTORY,), ("channel_id",), "recent messages (limit, before)"),
-    "reply": ((dapi.SEND_MESSAGES,), ("channel_id", "message_id", "content"), "reply to a message"),
-    "react": ((dapi.ADD_REACTIONS,), ("channel_id", "message_id", "emoji"), "add a reaction"),
-    "create_thread": (
-        (dapi.CREATE_PUBLIC_THREADS,),
-        ("channel_id", "name"),
-        "start a thread (on message_id)",
-    ),
-    "search_members": ((), ("guild_id", "query"), "find members by name"),
+    "list_guilds": ((), ()),
+    "list_channels": ((dapi.VIEW_CHANNEL,), ("guild_id",)),
+    "read_messages": ((_VIEW_HISTORY,), ("channel_id",)),
+    "reply": ((dapi.SEND_MESSAGES,), ("channel_id", "message_id", "content")),
+    "react": ((dapi.ADD_REACTIONS,), ("channel_id", "message_id", "emoji")),
+    "create_thread": ((dapi.CREATE_PUBLIC_THREADS,), ("channel_id", "name")),
+    "search_members": ((), ("guild_id", "query")),
 }
 ADMIN_ACTIONS: dict[str, Action] = {
-    "server_info": ((), ("guild_id",), "a server's details and counts"),
-    "list_roles": ((), ("guild_id",), "a server's roles"),
-    "member_info": ((), ("guild_id", "user_id"), "a member's roles and join date"),
-    "add_role": ((dapi.MANAGE_ROLES,), ("guild_id", "user_id", "role_id"), "give a member a role"),
-    "remove_role": ((dapi.MANAGE_ROLES,), ("guild_id", "user_id", "role_id"), "take a role away"),
-    "pin_message": (_PIN, ("channel_id", "message_id"), "pin a message"),
-    "unpin_message": (_PIN, ("channel_id", "message_id"), "unpin a message"),
-    "delete_message": ((dapi.MANAGE_MESSAGES,), ("channel_id", "message_id"), "delete a message"),
-    "timeout_member": ((dapi.MODERATE_MEMBERS,), ("guild_id", "user_id", "minutes"), "mute (0 lifts it)"),
-    "kick_member": ((dapi.KICK_MEMBERS,), ("guild_id", "user_id"), "remove a member"),
-    "ban_member": ((dapi.BAN_MEMBERS,), ("guild_id", "user_id"), "ban a member"),
-    "set_channel_topic": ((dapi.MANAGE_CHANNELS,), ("channel_id", "topic"), "change a channel's topic"),
+    "server_info": ((), ("guild_id",)),
+    "list_roles": ((), ("guild_id",)),
+    "member_info": ((), ("guild_id", "user_id")),
+    "add_role": ((dapi.MANAGE_ROLES,), ("guild_id", "user_id", "role_id")),
+    "remove_role": ((dapi.MANAGE_ROLES,), ("guild_id", "user_id", "role_id")),
+    "pin_message": (_PIN, ("channel_id", "message_id")),
+    "unpin_message": (_PIN, ("channel_id", "message_id")),
+    "delete_message": ((dapi.MANAGE_MESSAGES,), ("channel_id", "message_id")),
+    "timeout_member": ((dapi.MODERATE_MEMBERS,), ("guild_id", "user_id", "minutes")),
+    "kick_member": ((dapi.KICK_MEMBERS,), ("guild_id", "user_id")),
+    "ban_member": ((dapi.BAN_MEMBERS,), ("guild_id", "user_id")),
+    "set_channel_topic": ((dapi.MANAGE_CHANNELS,), ("channel_id", "topic")),
 }
 _MODERATION = ("kick_member", "ban_member")
 
@@ -72,46 +71,56 @@ _CHANNEL_TYPES: dict[Any, str] = {
 
 def _properties(admin: bool) -> dict[str, Any]:
     props: dict[str, Any] = {
-        "guild_id": {**_ID, "description": "Server id (default: [plugins.discord] guild_id)."},
-        "channel_id": {**_ID, "description": "Channel or thread id."},
+        "guild_id": {**_ID},
+        "channel_id": {**_ID},
         "message_id": {**_ID},
-        "user_id": {**_ID},
     }
     if admin:
         props.update(
             {
+                "user_id": {**_ID},
                 "role_id": {**_ID},
-                "minutes": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "maximum": 40320,
-                    "description": "timeout length",
-                },
+                "minutes": {"type": "integer", "minimum": 0, "maximum": 40320},
                 "topic": {"type": "string", "maxLength": 1024},
-                "reason": {"type": "string", "maxLength": 400, "description": "Shown in the audit log."},
+                "reason": {"type": "string", "maxLength": 400},
             }
         )
     else:
         props.update(
             {
-                "content": {"type": "string", "minLength": 1, "maxLength": 2000},
-                "emoji": {"type": "string", "minLength": 1, "maxLength": 100, "description": "👍 or name:id"},
-                "name": {"type": "string", "minLength": 1, "maxLength": 100, "description": "thread name"},
-                "query": {"type": "string", "minLength": 1, "maxLength": 100},
+                # no minLength: an empty required argument is refused by _need, naming what is missing
+                "content": {"type": "string", "maxLength": 2000},
+                "emoji": {"type": "string", "maxLength": 100, "description": "👍 or name:id"},
+                "name": {"type": "string", "maxLength": 100},
+                "query": {"type": "string", "maxLength": 100},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "Default 20."},
-                "before": {**_ID, "description": "read_messages: only messages older than this id."},
+                "before": {**_ID},
             }
         )
     return props
 
 
+def _grouped(pairs: list[tuple[str, str]], form: str) -> str:
+    """``(action, about)`` pairs as ``form`` strings, actions with the same ``about`` next to each other named
+    together: ``add_role, remove_role (Manage Roles)``."""
+    groups: list[tuple[list[str], str]] = []
+    for action, about in pairs:
+        if groups and groups[-1][1] == about:
+            groups[-1][0].append(action)
+        else:
+            groups.append(([action], about))
+    return "; ".join(form.format(names=", ".join(names), about=about) for names, about in groups)
+
+
 def _schema(name: str, actions: dict[str, Action], shown: list[str], hidden: list[str]) -> dict[str, Any]:
-    lines = "; ".join(f"{a}: {actions[a][2]} ({', '.join(actions[a][1]) or 'no arguments'})" for a in shown)
-    what = "Read and take part in Discord" if name == "discord" else "Administer Discord servers"
-    description = f"{what} through the bot. Actions - {lines}."
-    if hidden:
-        description += f" Not allowed by the bot's permissions: {', '.join(hidden)}."
-    return {
+    """The schema offering the ``shown`` actions. Which arguments an action needs is left to the names (a call
+    missing one is told which, see ``_need``). The ``hidden`` ones are named with the permission they need,
+    or only the permissions are, or only that some are hidden: the fullest note that fits ``MAX_DEFINITION``."""
+    if name == "discord":
+        description = "Read and take part in Discord as the bot."
+    else:
+        description = "Administer Discord servers as the bot: roles, pins, deletes, moderation. minutes=0 lifts a timeout."
+    schema = {
         "description": description,
         "parameters": {
             "type": "object",
@@ -123,6 +132,17 @@ def _schema(name: str, actions: dict[str, Action], shown: list[str], hidden: lis
             "additionalProperties": False,
         },
     }
+    if hidden:
+        needs = [(a, dapi.permission_names(actions[a][0][0])) for a in hidden]
+        for note in (
+            f" Hidden for lack of permission: {_grouped(needs, '{names} ({about})')}.",
+            f" Hidden for lack of {', '.join(dict.fromkeys(about for _, about in needs))}.",
+            " Some actions are hidden for lack of permission.",
+        ):
+            longer = {**schema, "description": description + note}
+            if len(json.dumps({"type": "function", "function": {"name": name, **longer}})) <= MAX_DEFINITION:
+                return longer
+    return schema
 
 
 def _check(system: ToolSystem) -> tuple[bool, str] | Unavailable:
@@ -144,11 +164,7 @@ class _Family:
             return None
         access = dapi.bot_access(system, section(system, dapi.SECTION))
         shown = [a for a, spec in self.actions.items() if access.allows(spec[0])]
-        hidden = [
-            f"{a} (needs {dapi.permission_names(spec[0][0])})"
-            for a, spec in self.actions.items()
-            if a not in shown
-        ]
+        hidden = [a for a in self.actions if a not in shown]
         return _schema(self.name, self.actions, shown, hidden)
 
 

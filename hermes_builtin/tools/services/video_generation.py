@@ -44,31 +44,24 @@ _JOB_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$")
 # Each provider's own options, exactly as its API names and bounds them.
 OPTIONS: dict[str, dict[str, dict[str, Any]]] = {
     "openai": {
-        "seconds": {
-            "type": "integer",
-            "enum": [4, 8, 12],
-            "description": "Clip length in seconds (default 4).",
-        },
-        "size": {
-            "type": "string",
-            "enum": ["720x1280", "1280x720", "1024x1792", "1792x1024"],
-            "description": "Width x height (default 720x1280, portrait).",
-        },
+        "seconds": {"type": "integer", "enum": [4, 8, 12]},
+        "size": {"type": "string", "enum": ["720x1280", "1280x720", "1024x1792", "1792x1024"]},
     },
     "luma": {
-        "aspect_ratio": {
-            "type": "string",
-            "enum": ["16:9", "9:16", "1:1", "4:3", "3:4", "21:9", "9:21"],
-            "description": "Default 16:9.",
-        },
-        "resolution": {
-            "type": "string",
-            "enum": ["540p", "720p", "1080p", "4k"],
-            "description": "Default 720p.",
-        },
-        "duration": {"type": "string", "enum": ["5s", "9s"], "description": "Clip length (default 5s)."},
-        "loop": {"type": "boolean", "description": "Make the clip loop seamlessly."},
+        "aspect_ratio": {"type": "string", "enum": ["16:9", "9:16", "1:1", "4:3", "3:4", "21:9", "9:21"]},
+        "resolution": {"type": "string", "enum": ["540p", "720p", "1080p", "4k"]},
+        "duration": {"type": "string", "enum": ["5s", "9s"]},
+        "loop": {"type": "boolean"},
     },
+}
+# What the narrowed schema says of them (the registered one, every provider's options at once, says nothing:
+# it validates, the model is sent a narrowed one)
+NOTES: dict[str, str] = {
+    "seconds": "Default 4.",
+    "size": "Width x height (default 720x1280, portrait).",
+    "aspect_ratio": "Default 16:9.",
+    "resolution": "Default 720p.",
+    "duration": "Default 5s.",
 }
 DEFAULTS: dict[str, tuple[str, str]] = {  # provider -> (base URL, model)
     "openai": ("https://api.openai.com/v1", "sora-2"),
@@ -79,22 +72,24 @@ _COMMON: dict[str, Any] = {
         "type": "string",
         "minLength": 1,
         "maxLength": 4000,
-        "description": "What happens in the clip: subject, action, camera, style.",
+        "description": "Subject, action, camera, style.",
     },
-    "job_id": {
-        "type": "string",
-        "description": "Check on a job an earlier call started (instead of a prompt).",
-    },
+    "job_id": {"type": "string"},
 }
 _DESCRIPTION = (
-    "Generate a short video clip from a text prompt and save it as a file. Rendering takes minutes: the call "
-    "waits a while, then either returns the file (JSON 'message' and 'files' with path and mime_type, for the "
-    "host to attach) or the job_id of a render still running; call again with job_id to collect it."
+    "Generate a short video clip from a text prompt, saved as a file. Rendering takes minutes: the call waits, "
+    "then returns the file or the job_id of a render still running; call again with job_id (no prompt) to "
+    "collect it."
 )
 
 
 def _schema(provider: str | None) -> dict[str, Any]:
-    options = OPTIONS[provider] if provider else {k: v for opts in OPTIONS.values() for k, v in opts.items()}
+    if provider is None:
+        options = {k: v for opts in OPTIONS.values() for k, v in opts.items()}
+    else:
+        options = {
+            k: {**v, "description": NOTES[k]} if k in NOTES else v for k, v in OPTIONS[provider].items()
+        }
     where = f" Provider: {provider}." if provider else ""
     return {
         "description": _DESCRIPTION + where,

@@ -31,42 +31,23 @@ MAX_MOA_MODELS = 6
 NO_SUBAGENT_TOOLS = frozenset({"clarify"})  # nobody is there to answer a sub-agent's question
 
 _TASK_PROPERTIES: dict[str, Any] = {
-    "goal": {
-        "type": "string",
-        "minLength": 1,
-        "maxLength": 4_000,
-        "description": "What the sub-agent must do and report back.",
-    },
-    "background": {
-        "type": "string",
-        "maxLength": 20_000,
-        "description": "Everything it needs to know: facts, paths, constraints, what you tried. It sees nothing else.",
-    },
-    "toolsets": {
-        "type": "array",
-        "items": {"type": "string"},
-        "maxItems": 16,
-        "description": "Only these toolsets (default: the tools you have). It never gets more than you have.",
-    },
-}
-
-# the same fields inside 'tasks', described once above
-_TASK_ITEM_PROPERTIES = {
-    key: {k: v for k, v in spec.items() if k != "description"} for key, spec in _TASK_PROPERTIES.items()
+    "goal": {"type": "string", "maxLength": 4_000},  # a missing or empty goal is refused by the handler
+    "background": {"type": "string", "maxLength": 20_000},
+    "toolsets": {"type": "array", "items": {"type": "string"}, "maxItems": 16},
 }
 
 
-def _delegate_description(max_tasks: int, concurrency: int, nested: bool) -> str:
-    further = "may delegate in turn" if nested else "cannot delegate further"
+def _delegate_description(concurrency: int, nested: bool) -> str:
+    """The limits the schema cannot say; the number of tasks is its ``tasks.maxItems``."""
+    further = "; they may delegate in turn" if nested else ""
     return (
-        "Hand self-contained tasks to sub-agents: each works with its own conversation and tools and returns a "
-        "short report, so long investigations do not fill your context. Give one task with 'goal' (and "
-        f"'background'), or up to {max_tasks} independent ones in 'tasks'; at most {concurrency} sub-agents "
-        f"run at the same time. Sub-agents cannot ask the user anything and {further}."
+        "Fresh sub-agents do self-contained tasks, each returning a short report. goal: one task; tasks: "
+        f"several, {concurrency} run at a time. Each sees only its goal and background and cannot ask the "
+        f"user{further}."
     )
 
 
-def _delegate_parameters(max_tasks: int, concurrency: int, turns: int) -> dict[str, Any]:
+def _delegate_parameters(max_tasks: int, turns: int) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
@@ -77,18 +58,15 @@ def _delegate_parameters(max_tasks: int, concurrency: int, turns: int) -> dict[s
                 "maxItems": max_tasks,
                 "items": {
                     "type": "object",
-                    "properties": _TASK_ITEM_PROPERTIES,
-                    "required": ["goal"],
+                    "properties": _TASK_PROPERTIES,
                     "additionalProperties": False,
                 },
-                "description": f"Several independent tasks instead of 'goal', each with goal, background and "
-                f"toolsets as above (run {concurrency} at a time).",
             },
             "max_turns": {
                 "type": "integer",
                 "minimum": 1,
                 "maximum": 50,
-                "description": f"Model turns each sub-agent may use (default {turns}).",
+                "description": f"Per sub-agent (default {turns}).",
             },
         },
         "additionalProperties": False,
@@ -97,8 +75,8 @@ def _delegate_parameters(max_tasks: int, concurrency: int, turns: int) -> dict[s
 
 DELEGATE_SCHEMA: dict[str, Any] = {
     "name": "delegate_task",
-    "description": _delegate_description(MAX_TASKS, MAX_CONCURRENCY, False),
-    "parameters": _delegate_parameters(TASKS_CEILING, MAX_CONCURRENCY, DEFAULT_SUBAGENT_TURNS),
+    "description": _delegate_description(MAX_CONCURRENCY, False),
+    "parameters": _delegate_parameters(TASKS_CEILING, DEFAULT_SUBAGENT_TURNS),
 }
 
 MOA_SCHEMA: dict[str, Any] = {
@@ -169,8 +147,8 @@ def delegate_overrides(available: frozenset[str], system: ToolSystem) -> dict[st
     """What the model is told about delegate_task: the configured limits, not hard-coded ones."""
     limits = _Limits(_settings(system))
     return {
-        "description": _delegate_description(limits.max_tasks, limits.concurrency, limits.max_depth > 1),
-        "parameters": _delegate_parameters(limits.max_tasks, limits.concurrency, limits.turns),
+        "description": _delegate_description(limits.concurrency, limits.max_depth > 1),
+        "parameters": _delegate_parameters(limits.max_tasks, limits.turns),
     }
 
 

@@ -68,13 +68,10 @@ VIEW_SCHEMA: dict[str, Any] = {
 MANAGE_SCHEMA: dict[str, Any] = {
     "name": "skill_manage",
     "description": (
-        "Create, change or delete your own skills; save one after solving a task you may meet again. name: "
-        "lowercase letters, digits, '-'. create: content is the whole SKILL.md (front matter '---\\nname: "
-        "<name>\\ndescription: <when to use it>\\n---', then the instructions), category optional. patch: "
-        "old_string -> new_string in SKILL.md or file_path (once, or replace_all). edit: content replaces "
-        "SKILL.md. delete: the skill. write_file / remove_file: a linked file at file_path (e.g. "
-        "references/api.md). Bundled skills are read-only: create one of the same name to override it. "
-        "Content that tells a model to ignore its rules, leak data or run dangerous commands is refused."
+        "Create, change or delete your own skills. name: a-z, 0-9, '-'. create: content is the whole SKILL.md: "
+        "YAML front matter (name, description: when to use it), then instructions. edit: content replaces it. "
+        "patch: old_string -> new_string in it or file_path. write_file/remove_file: file_path (e.g. "
+        "references/api.md). Bundled skills are read-only: create the same name to override."
     ),
     "parameters": {
         "type": "object",

@@ -16,12 +16,7 @@ _MARK = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "cancelled"
 
 SCHEMA: dict[str, Any] = {
     "name": "todo",
-    "description": (
-        "Your task list for this session. Use it for multi-step work: add the steps, mark one in_progress "
-        "while you work on it, completed when done. Every call returns the whole list. Actions: add (items), "
-        "update (id + status and/or content), write (todos: the whole list; with merge, the items to change by "
-        "id or add), list, clear (all, or done_only)."
-    ),
+    "description": "Your task list for multi-step work. write: todos (merge: change/add by id).",
     "parameters": {
         "type": "object",
         "properties": {
@@ -30,15 +25,11 @@ SCHEMA: dict[str, Any] = {
                 "type": "array",
                 "items": {"type": "string", "minLength": 1, "maxLength": MAX_CONTENT},
                 "maxItems": MAX_ITEMS,
-                "description": "add: the new tasks, in order.",
             },
             "id": {"type": "integer"},
             "status": {"type": "string", "enum": list(STATUSES)},
             "content": {"type": "string", "minLength": 1, "maxLength": MAX_CONTENT},
-            "done_only": {
-                "type": "boolean",
-                "description": "clear: remove only completed and cancelled tasks.",
-            },
+            "done_only": {"type": "boolean"},
             "todos": {
                 "type": "array",
                 "maxItems": MAX_ITEMS,
@@ -52,10 +43,7 @@ SCHEMA: dict[str, Any] = {
                     "additionalProperties": False,
                 },
             },
-            "merge": {
-                "type": "boolean",
-                "description": "write: change and add instead of replacing the list.",
-            },
+            "merge": {"type": "boolean"},
         },
         "required": ["action"],
         "additionalProperties": False,

@@ -4,6 +4,7 @@ the bot's permissions (read from ``GET /users/@me/guilds``, cached per system, d
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
+from hermes_builtin.tools.services import discord_tools
 from hermes_core import ToolSystem
 from hermes_core.security import CallbackApprover
 
@@ -71,7 +73,11 @@ def test_actions_follow_the_bots_permissions_and_are_cached(
     ]
     assert _actions(system, "discord_admin") == ["server_info", "list_roles", "member_info"]
     (admin,) = [d for d in system.definitions(search="off") if d["function"]["name"] == "discord_admin"]
-    assert "ban_member (needs Ban Members)" in admin["function"]["description"]
+    assert (
+        "Manage Roles, Manage Messages, Timeout Members, Kick Members, Ban Members"
+        in admin["function"]["description"]
+    )
+    assert len(json.dumps(admin)) <= 1000
     system.invalidate_checks()
     system.definitions()
     assert guilds.reads == 1  # one read per system while fresh, shared by both tools
@@ -284,3 +290,19 @@ def test_unknown_permissions_keep_every_action_visible(
     system = _system(configure, base, secret)
     assert len(_actions(system, "discord_admin")) == 12  # Discord enforces permissions itself
     assert len(httpserver.log) == 1  # and building the definitions did not wait out the rate limit
+
+
+def test_every_permission_set_keeps_the_definitions_under_1000_characters() -> None:
+    """Whatever the bot may do, the narrowed schema and its note on the hidden actions fit in 1,000 characters."""
+    for name, actions in (
+        ("discord", discord_tools.READ_ACTIONS),
+        ("discord_admin", discord_tools.ADMIN_ACTIONS),
+    ):
+        gated = [a for a, spec in actions.items() if spec[0]]
+        for picks in itertools.product((False, True), repeat=len(gated)):
+            hidden = [a for a, hide in zip(gated, picks, strict=True) if hide]
+            shown = [a for a in actions if a not in hidden]
+            schema = discord_tools._schema(name, actions, shown, hidden)
+            sent = json.dumps({"type": "function", "function": {"name": name, **schema}})
+            assert len(sent) <= 1000, (name, hidden, len(sent))
+            assert not hidden or "Hidden" in schema["description"]
