@@ -536,25 +536,21 @@ class BM25Ranker:
         averages = [
             max(sum(sum(f[i].values()) for f in fielded) / max(count, 1), 1e-9) for i in range(_FIELDS)
         ]
-        weighted: list[dict[str, float]] = []
+        frequency: dict[str, int] = {}
         for fields in fielded:
+            for term in set().union(*fields):
+                frequency[term] = frequency.get(term, 0) + 1
+        idf = {term: math.log(1 + (count - df + 0.5) / (df + 0.5)) for term, df in frequency.items()}
+        postings: dict[str, dict[int, float]] = {}
+        for number, fields in enumerate(fielded):
             tf: dict[str, float] = {}
             for counts, weight, average in zip(fields, _FIELD_WEIGHTS, averages, strict=True):
                 if counts:
                     scale = weight / (1 - _B + _B * sum(counts.values()) / average)
                     for term, f in counts.items():
                         tf[term] = tf.get(term, 0.0) + f * scale
-            weighted.append(tf)
-        frequency: dict[str, int] = {}
-        for tf in weighted:
-            for term in tf:
-                frequency[term] = frequency.get(term, 0) + 1
-        postings: dict[str, dict[int, float]] = {}
-        for number, tf in enumerate(weighted):
             for term, f in tf.items():
-                df = frequency[term]
-                idf = math.log(1 + (count - df + 0.5) / (df + 0.5))
-                postings.setdefault(term, {})[number] = idf * f * (_K1 + 1) / (f + _K1)
+                postings.setdefault(term, {})[number] = idf[term] * f * (_K1 + 1) / (f + _K1)
         self._postings = postings
         self._name_units = units
         self._group_terms = [frozenset(terms(f"{d.toolset.removeprefix('mcp-')} {d.source}")) for d in docs]
