@@ -634,7 +634,7 @@ _ENV_NOT_SECRET = re.compile(
     re.I,
 )
 _ENV_DATA = getattr(os.environ, "_data", None)
-_env_size = -1
+_env_keys: tuple[object, ...] | None = None  # the environment's names when the forms were computed
 _env_checks: tuple[tuple[object, object], ...] = ()
 _env_forms: tuple[str, ...] = ()
 
@@ -661,9 +661,10 @@ def _forms(value: str) -> Iterable[str]:
 
 def _env_secrets() -> tuple[str, ...]:
     """The forms of secret-looking environment values; recomputed only when the environment changed."""
-    global _env_size, _env_checks, _env_forms
+    global _env_keys, _env_checks, _env_forms
     data = _ENV_DATA if isinstance(_ENV_DATA, dict) else dict(os.environ)
-    if _env_size == len(data):
+    keys = tuple(data)  # a new secret may come in as another variable goes: the size alone cannot tell
+    if keys == _env_keys:
         get = data.get
         for k, v in _env_checks:
             if get(k) is not v:
@@ -685,7 +686,7 @@ def _env_secrets() -> tuple[str, ...]:
             and value.lower() not in ("true", "false", "yes", "no")
         ):
             forms.update(f for f in _forms(value) if len(f) >= _MIN_SECRET)
-    _env_size = len(data)
+    _env_keys = keys
     _env_checks = tuple(found)
     _env_forms = tuple(sorted(forms, key=len, reverse=True))
     return _env_forms
