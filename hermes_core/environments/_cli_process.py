@@ -9,18 +9,17 @@ the process running where it is.
 from __future__ import annotations
 
 import contextlib
-import errno
-import os
 import subprocess
 import threading
 from collections.abc import Callable
+from typing import IO
 
-from ._base import Process
+from ._piped import PipedProcess
 
 __all__ = ["ClientProcess"]
 
 
-class ClientProcess(Process):
+class ClientProcess(PipedProcess):
     """A launcher started through a local client (see the module docstring).
 
     ``session``: returns the launcher's pid on the other side once it wrote it (None before); ``end_session``
@@ -50,6 +49,9 @@ class ClientProcess(Process):
     def __repr__(self) -> str:
         return f"<ClientProcess pid={self.remote_pid} pty={self.pty} returncode={self.returncode}>"
 
+    def _pipes(self) -> tuple[IO[bytes] | None, IO[bytes] | None]:
+        return self._popen.stdin, self._popen.stdout
+
     @property
     def remote_pid(self) -> int | None:
         """The launcher's pid on the other side (the session it leads), once known."""
@@ -61,43 +63,11 @@ class ClientProcess(Process):
     def returncode(self) -> int | None:
         return self._popen.poll()
 
-    def read(self, size: int = 65536) -> bytes:
-        if self._master is not None:
-            try:
-                return os.read(self._master, size)
-            except OSError as exc:
-                if exc.errno in (errno.EIO, errno.EBADF):
-                    return b""
-                raise
-        stream = self._popen.stdout
-        if stream is None:
-            return b""
-        read = getattr(stream, "read1", stream.read)
-        try:
-            data: bytes = read(size)
-        except (OSError, ValueError):
-            return b""
-        return data
-
-    def write(self, data: bytes) -> None:
-        if self._master is not None:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self._master, view) :]
-            return
-        stdin = self._popen.stdin
-        if stdin is None or stdin.closed:
-            raise BrokenPipeError(errno.EPIPE, "the process's input is closed")
-        stdin.write(data)
-        stdin.flush()
-
     def close_stdin(self) -> None:
         if self._master is not None:
             self.write(b"\x04")  # the terminal on the other side turns Ctrl-D into end-of-file
             return
-        if self._popen.stdin is not None:
-            with contextlib.suppress(OSError, ValueError):
-                self._popen.stdin.close()
+        self._close_stdin_pipe()
 
     def wait(self, timeout: float | None = None) -> bool:
         try:
@@ -124,13 +94,6 @@ class ClientProcess(Process):
         if self.returncode is None:
             with contextlib.suppress(Exception):
                 self.terminate(0.5)
-        for stream in (self._popen.stdin, self._popen.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError, ValueError):
-                    stream.close()
-        if self._master is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._master)
-            self._master = None
+        self._release_io()
         if self._on_close is not None:
             self._on_close(self)

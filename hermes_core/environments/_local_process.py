@@ -9,13 +9,12 @@ typed there reaches the host's terminal.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
-from ._base import Process
+from ._piped import PipedProcess
 
 if TYPE_CHECKING:
     from ..sandbox import SandboxProcess
@@ -38,7 +37,7 @@ def open_pty() -> tuple[int, int]:
     return master, slave
 
 
-class LocalProcess(Process):
+class LocalProcess(PipedProcess):
     """A ``SandboxProcess`` seen through the ``Process`` contract (see ``hermes_core.environments``).
 
     When the command exits, whatever it left running ends with it (as for ``run``) once ``wait`` sees the exit.
@@ -60,43 +59,15 @@ class LocalProcess(Process):
         self._reaped = False
         self._closed = False
 
+    def _pipes(self) -> tuple[IO[bytes] | None, IO[bytes] | None]:
+        return self._proc.popen.stdin, self._proc.stdout
+
     def __repr__(self) -> str:
         return f"<LocalProcess pid={self.pid} pty={self.pty} returncode={self.returncode}>"
 
     @property
     def returncode(self) -> int | None:
         return self._proc.poll()
-
-    def read(self, size: int = 65536) -> bytes:
-        if self._master is not None:
-            try:
-                return os.read(self._master, size)
-            except OSError as exc:
-                if exc.errno in (errno.EIO, errno.EBADF):  # every slave side is closed: the end
-                    return b""
-                raise
-        stream = self._proc.stdout
-        if stream is None:
-            return b""
-        read = getattr(stream, "read1", stream.read)
-        try:
-            data: bytes = read(size)
-        except (OSError, ValueError):
-            return b""
-        return data
-
-    def write(self, data: bytes) -> None:
-        if self._master is not None:
-            view = memoryview(data)
-            while view:
-                written = os.write(self._master, view)
-                view = view[written:]
-            return
-        stdin = self._proc.popen.stdin
-        if stdin is None or stdin.closed:
-            raise BrokenPipeError(errno.EPIPE, "the process's input is closed")
-        stdin.write(data)
-        stdin.flush()
 
     def close_stdin(self) -> None:
         if self._master is not None:
@@ -108,10 +79,7 @@ class LocalProcess(Process):
                 eof = b"\x04"
             self.write(eof if isinstance(eof, bytes) else bytes([eof]))
             return
-        stdin = self._proc.popen.stdin
-        if stdin is not None:
-            with contextlib.suppress(OSError, ValueError):
-                stdin.close()
+        self._close_stdin_pipe()
 
     def wait(self, timeout: float | None = None) -> bool:
         if not self._proc.wait(timeout):
@@ -132,14 +100,7 @@ class LocalProcess(Process):
             self._closed = True
         if self._proc.has_leftovers():
             self._proc.terminate(0.5)
-        for stream in (self._proc.popen.stdin, self._proc.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError, ValueError):
-                    stream.close()
-        if self._master is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._master)
-            self._master = None
+        self._release_io()
         self._proc.release()
         if self._on_close is not None:
             self._on_close(self)

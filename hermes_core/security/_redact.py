@@ -22,10 +22,11 @@ Cost: provider rules run only around long runs of token characters (found with o
 and ``find``; the windows are joined and each rule runs once over them, or over the whole text when runs cover
 most of it), and only when a character each rule needs is in the text (one memchr); every other detector is a
 regular expression led by a literal (its search is the literal's), over the text or over one lower-cased ASCII
-copy of it (so keyword searches stay case-insensitive without a case-insensitive regex); key lines are found
-from the end of each line in the reversed text. Patterns compile on first use. All are linear (bounded repeats,
+copy of it (so keyword searches stay case-insensitive without a case-insensitive regex; and a byte per
+character is searched faster than a text holding a character beyond Latin-1, two bytes per character); key lines
+are found from the end of each line in the reversed bytes. Patterns compile on first use. All are linear (bounded repeats,
 no nested quantifiers). Found secrets are collected as spans and the output is built once.
-``benchmarks/bench_redact.py`` measures it: 20-30 ms per MB of prose, code and random letters (CPU time).
+``benchmarks/bench_redact.py`` measures it: 20-37 ms per MB of prose, code and random letters (CPU time).
 """
 
 from __future__ import annotations
@@ -186,9 +187,11 @@ _TOKENS: tuple[_TokenRule, ...] = (
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _CAPITAL_PREFIXES = {"GH": "GH[POUSR]_", "GL": "GL[A-Z]{1,5}[_-]", "HOOK": "HOOKS?[./]"}
 _CAPITALS = _Lazy(
-    r"(?<![A-Z0-9])(?:"
-    + "|".join(
-        sorted(
+    "|".join(
+        # each led by its first character and only then "not after a capital or a digit": a search skips to
+        # where one of the first characters stands (a pattern led by a lookbehind is tried at every place)
+        prefix[0] + f"(?<![A-Z0-9]{prefix[0]})" + prefix[1:]
+        for prefix in sorted(
             {
                 _CAPITAL_PREFIXES.get(lit.upper(), re.escape(lit.upper()))
                 for rule in _TOKENS
@@ -199,7 +202,6 @@ _CAPITALS = _Lazy(
             reverse=True,
         )
     )
-    + ")"
 )
 _AWS_ID = _Lazy(r"A(?<![A-Z0-9]A)(?:KIA|SIA)[A-Z0-9]{16}(?![A-Z0-9])")
 _AWS_SECRET_NEAR = _Lazy(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=])")
@@ -211,6 +213,7 @@ _RUN_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _RUN_VIEW = bytes(ord("a") if b in _RUN_CHARS else ord(" ") for b in range(256))
 _RUN = b"a" * 20
 _WINDOW_MARGIN = 64
+_COUNT_AFTER = 1000
 # ... except Entra ID client secrets, whose 34 characters may be broken up by "." and "~": searched everywhere
 _EVERYWHERE = tuple(rule for rule in _TOKENS if rule[0][0] == "Q~")
 _IN_WINDOWS = tuple(rule for rule in _TOKENS if rule[0][0] != "Q~")
@@ -221,12 +224,16 @@ _KEY_ESCAPED = _Lazy(r"(?:\\[rn]|[A-Za-z0-9+/=])*")  # a key inside a JSON strin
 _PEM_PUBLIC = _Lazy(r"-----(BEGIN|END) (?:CERTIFICATE|PUBLIC KEY|[A-Z0-9 ]{0,20}PUBLIC KEY BLOCK)-----")
 # Lines that end in a run of base64, found in the reversed text (so each line costs one look at its end):
 # newline, then backwards: optional blanks, closing punctuation, "=" padding and the run itself.
-_KEY_TAIL = re.compile(
+_KEY_TAIL_SOURCE = (
     r"\n\r?[ \t]*[;,'\"]{0,2}(?P<b>={0,2}[A-Za-z0-9+/]{16,100})(?![A-Za-z0-9+/])"
     # ... and before it on its line (read backwards) nothing but indentation, a quote, a diff marker, a
     # read_file ("12|") or grep ("path:12:") prefix
     r"(?=[\"']?[ \t]*(?:[+-]|\|[0-9]{1,9}|[:|][0-9]{1,9}[:|][^\s:|]{0,200})?[ \t]*(?:\n|\Z))"
 )
+_KEY_TAIL = _Lazy(_KEY_TAIL_SOURCE)
+# The same over the lower-cased ASCII bytes (see ``_key_lines``): it finds every line the text pattern finds
+# and maybe a few more (a non-ASCII blank is "?" there, not a blank), so each of its lines is checked again.
+_KEY_TAIL_BYTES = _Lazy(_KEY_TAIL_SOURCE.encode("ascii"))
 # what may stand before the run on its line: indentation, a quote, a diff marker, a read_file or grep prefix
 _KEY_BODY_LINE = _Lazy(
     r"[ \t]*(?:[0-9]{1,9}\||[^\s:|]{0,200}[:|][0-9]{1,9}[:|])?[ \t]*(?:[A-Za-z0-9+/=]*|[A-Z][A-Za-z]{1,20}(?:-[A-Z][A-Za-z]{1,20})*: [^\n]*)\r?"
@@ -548,12 +555,21 @@ def _xml(text: str, low: bytes, spans: list[Span]) -> None:
                 spans.append(found.span(2))
 
 
-def _key_lines(text: str, spans: list[Span]) -> None:
-    """Base64 lines of a private key shown without its BEGIN line (a page of a key, a key printed by line)."""
+def _key_lines(text: str, low: bytes, spans: list[Span]) -> None:
+    """Base64 lines of a private key shown without its BEGIN line (a page of a key, a key printed by line).
+
+    The lines are found in the reversed bytes ``low`` (a byte per character: reversing and scanning them
+    costs less than the text's when it holds a character beyond Latin-1), then each one is matched again in
+    its own line of the text, so the verdicts are the text pattern's."""
     size = len(text)
     found: list[tuple[int, int]] = []  # forward (start, end) of the run on each candidate line
-    for m in _KEY_TAIL.finditer("\n" + text[::-1]):
-        found.append((size - m.end("b") + 1, size - m.start("b") + 1))
+    tail = _KEY_TAIL.get()
+    for m in _KEY_TAIL_BYTES.get().finditer(b"\n" + low[::-1]):
+        line_end = size - m.start()  # the newline that ends the line (or the end of the text)
+        line_start = text.rfind("\n", 0, line_end) + 1
+        again = tail.match("\n" + text[line_start:line_end][::-1])
+        if again is not None:
+            found.append((line_end - again.end("b") + 1, line_end - again.start("b") + 1))
     found.reverse()
     previous = -2  # the newline ending the last full-width key line
     for start, end in found:
@@ -618,7 +634,7 @@ _ENV_NOT_SECRET = re.compile(
     re.I,
 )
 _ENV_DATA = getattr(os.environ, "_data", None)
-_env_size = -1
+_env_keys: tuple[object, ...] | None = None  # the environment's names when the forms were computed
 _env_checks: tuple[tuple[object, object], ...] = ()
 _env_forms: tuple[str, ...] = ()
 
@@ -645,9 +661,10 @@ def _forms(value: str) -> Iterable[str]:
 
 def _env_secrets() -> tuple[str, ...]:
     """The forms of secret-looking environment values; recomputed only when the environment changed."""
-    global _env_size, _env_checks, _env_forms
+    global _env_keys, _env_checks, _env_forms
     data = _ENV_DATA if isinstance(_ENV_DATA, dict) else dict(os.environ)
-    if _env_size == len(data):
+    keys = tuple(data)  # a new secret may come in as another variable goes: the size alone cannot tell
+    if keys == _env_keys:
         get = data.get
         for k, v in _env_checks:
             if get(k) is not v:
@@ -669,7 +686,7 @@ def _env_secrets() -> tuple[str, ...]:
             and value.lower() not in ("true", "false", "yes", "no")
         ):
             forms.update(f for f in _forms(value) if len(f) >= _MIN_SECRET)
-    _env_size = len(data)
+    _env_keys = keys
     _env_checks = tuple(found)
     _env_forms = tuple(sorted(forms, key=len, reverse=True))
     return _env_forms
@@ -678,9 +695,18 @@ def _env_secrets() -> tuple[str, ...]:
 # -- the whole ------------------------------------------------------------------------------------------------
 
 
-def _lowered(text: str) -> bytes:
-    """The text lower-cased as ASCII bytes, one byte per character (others become "?"), offsets aligned."""
-    return text.encode("ascii", "replace").lower()
+def _has(data: bytes, literal: bytes, rare: int) -> bool:
+    """``literal in data``, looked for where its rare character ``literal[rare]`` stands (each found with a
+    memchr) while those places are few: a search for the whole literal costs a slow pass when it is absent."""
+    char = literal[rare : rare + 1]
+    at = data.find(char, rare)
+    for _ in range(32):
+        if at < 0:
+            return False
+        if data.startswith(literal, at - rare):
+            return True
+        at = data.find(char, at + 1)
+    return data.find(literal, at - rare) >= 0
 
 
 def _rare(literal: str) -> str:
@@ -713,8 +739,10 @@ def _tokens(text: str, rules: Iterable[_TokenRule], spans: list[Span], start: in
                     spans.append(m.span(group))
 
 
-def _token_windows(text: str, low: bytes, spans: list[Span]) -> None:
-    """Run the token rules around every long run of token characters (see ``_RUN_VIEW``).
+def _token_windows(text: str, low: bytes, spans: list[Span], regions: list[Span]) -> str:
+    """Run the token rules around every long run of token characters (see ``_RUN_VIEW``); return the text
+    they ran over (the joined windows, or ``text`` itself), where every such run stands, and set
+    ``regions`` to the windows (or to the whole text).
 
     The windows are joined (one newline apart, which no token pattern matches) and each rule runs once over
     the joined text, its matches mapped back: the cost is one pass per rule, not one Python step per rule and
@@ -723,16 +751,29 @@ def _token_windows(text: str, low: bytes, spans: list[Span]) -> None:
     """
     view = low.translate(_RUN_VIEW)
     size = len(view)
-    if view.count(_RUN) * (len(_RUN) + 2 * _WINDOW_MARGIN) > size:  # windows would cover most of the text
-        _tokens(text, _IN_WINDOWS, spans)  # (random text): then one pass over the whole costs less
-        return
     windows: list[tuple[int, int]] = []
     window_start = window_end = -1
     covered, half = 0, size // 2
+    # Where 20-character blocks of runs (``view.count(_RUN)``) are so many that their windows would cover
+    # most of the text (random text), one pass over the whole costs less. They are counted run by run while
+    # the windows are made (a run of n characters holds n // 20), which spares a count of the whole view (a
+    # search for a repeated character is slow); the rest is counted at once after _COUNT_AFTER runs, or as
+    # soon as the runs so far are that dense (after a few, so that one long run at the start is no sign).
+    blocks, per_block, counting = 0, len(_RUN) + 2 * _WINDOW_MARGIN, _COUNT_AFTER
     at = view.find(_RUN)
     while at >= 0:
         run_end = view.find(b" ", at)
         run_end = size if run_end < 0 else run_end
+        if counting:
+            counting -= 1
+            blocks += (run_end - at) // len(_RUN)
+            if not counting or (counting < _COUNT_AFTER - 32 and blocks * per_block > run_end):
+                blocks += view.count(_RUN, run_end)
+                counting = 0
+            if blocks * per_block > size:
+                _tokens(text, _IN_WINDOWS, spans)
+                regions[:] = [(0, size)]
+                return text
         if window_start >= 0 and at - _WINDOW_MARGIN <= window_end:
             window_end = min(size, run_end + _WINDOW_MARGIN)
         else:
@@ -741,16 +782,18 @@ def _token_windows(text: str, low: bytes, spans: list[Span]) -> None:
                 covered += window_end - window_start
                 if covered > half:  # mostly runs (random text): one pass over the whole costs less
                     _tokens(text, _IN_WINDOWS, spans)
-                    return
+                    regions[:] = [(0, size)]
+                    return text
             window_start, window_end = max(0, at - _WINDOW_MARGIN), min(size, run_end + _WINDOW_MARGIN)
         at = view.find(_RUN, run_end)
     if window_start >= 0:
         windows.append((window_start, window_end))
+    regions[:] = windows
     if not windows:
-        return
+        return ""
     if len(windows) == 1:
         _tokens(text, _IN_WINDOWS, spans, *windows[0])
-        return
+        return text[windows[0][0] : windows[0][1]]
     joined = "\n".join([text[a:b] for a, b in windows])
     offsets: list[int] = []  # where each window starts in ``joined``
     shift: list[int] = []  # what to add to a position in ``joined`` to get its position in ``text``
@@ -765,32 +808,49 @@ def _token_windows(text: str, low: bytes, spans: list[Span]) -> None:
         i = bisect.bisect_right(offsets, start) - 1
         if end <= offsets[i] + windows[i][1] - windows[i][0]:  # never across a joint
             spans.append((start + shift[i], end + shift[i]))
+    return joined
 
 
-def _collect(text: str, low: bytes) -> list[Span]:
-    """Every secret's span in ``text`` (``low``: ``_lowered(text)``)."""
+def _every(data: AnyStr, form: AnyStr, spans: list[Span]) -> None:
+    """Every place of ``form`` in ``data``, one after another."""
+    at = data.find(form)
+    while at >= 0:
+        spans.append((at, at + len(form)))
+        at = data.find(form, at + len(form))
+
+
+def _collect(text: str, raw: bytes, regions: list[Span] | None = None) -> list[Span]:
+    """Every secret's span in ``text`` (``raw``: ``text.encode("ascii", "replace")``); ``regions`` is set to
+    where the runs of 20 token characters are (see ``_token_windows``).
+
+    Whether a literal is there at all is asked of ``raw`` (a byte per character, offsets the text's): a
+    text with one character beyond Latin-1 holds two bytes per character, and each search of it costs
+    more (20-200% in a profile of this project's code)."""
+    low = raw.lower()  # lower-cased, one byte per character (others are "?"), offsets aligned
     spans: list[Span] = []
     for form in _env_secrets():
-        at = text.find(form)
-        while at >= 0:
-            spans.append((at, at + len(form)))
-            at = text.find(form, at + len(form))
-    _tokens(text, _EVERYWHERE, spans)
-    _token_windows(text, low, spans)
-    if "KIA" in text or "SIA" in text:
+        if form.isascii() and "?" not in form:  # found at the same places in the bytes, for less
+            _every(raw, form.encode("ascii"), spans)
+        else:
+            _every(text, form, spans)
+    if _has(raw, b"Q~", 1):
+        _tokens(text, _EVERYWHERE, spans)
+    runs = _token_windows(text, low, spans, [] if regions is None else regions)
+    # an AWS key id is a run of 20 token characters: it stands in the windows, if anywhere
+    if (b"KIA" in raw or b"SIA" in raw) if runs is text else ("KIA" in runs or "SIA" in runs):
         for m in _AWS_ID.get().finditer(text):
             near = _AWS_SECRET_NEAR.get().search(text, m.end(), m.end() + 200)
             if near is not None and _random(near.group()):
                 spans.append(near.span())
     public: list[Span] = []
-    if "-----BEGIN" in text:
+    if b"-----BEGIN" in raw:
         _pem_blocks(text, spans)
         public = _public_blocks(text)
     before = len(spans)
-    _key_lines(text, spans)
+    _key_lines(text, low, spans)
     if public:
         spans[before:] = [s for s in spans[before:] if not any(a <= s[0] < b for a, b in public)]
-    if "://" in text:
+    if b"://" in raw:
         urls = _URL_PASSWORD.get().finditer(text)
         _add(spans, (m for m in urls if not _PORT_THEN_FRAGMENT.get().match(text, m.start(1))), text, False)
     for (word, keyword_rule, credential), gate in zip(_KEYWORD_RULES, _KEYWORD_GATES, strict=True):
@@ -828,13 +888,15 @@ def redact(text: str) -> str:
     if len(text) < _MIN_SECRET:
         return text
     raw = text.encode("ascii", "replace")
-    spans = _collect(text, raw.lower())
-    for form in undisguised(text, raw, _CAPITALS.get()):  # %-encoded, invisible, fullwidth, in capitals
+    regions: list[Span] = []
+    spans = _collect(text, raw, regions)
+    # %-encoded, invisible, fullwidth, in capitals (a key in capitals is a run of token characters)
+    for form in undisguised(text, raw, _CAPITALS.get(), regions):
         found: list[Span] = []
         if form.tokens_only:
             _tokens(form.text, _TOKENS, found)
         else:  # and a key in capitals that an invisible character broke up
-            found = _collect(form.text, _lowered(form.text))
+            found = _collect(form.text, form.text.encode("ascii", "replace"))
             _tokens(form.text.translate(_ASCII_LOWER), _TOKENS, found)
         for start, end in found:
             span = form.span(start, end)

@@ -7,27 +7,31 @@ written in fullwidth letters (U+FF21 for "A"...), or when a key is written in ca
 for hex keys). ``undisguised(text, raw)`` returns the affected lines rewritten (escapes decoded, invisible
 characters dropped, fullwidth folded to ASCII; keys in capitals as a separate lower-cased copy), joined one
 newline apart, each with a map back to the offsets of ``text``. The common text has none of these and costs a few
-C-speed passes (``"%" in text``, ``str.isascii``, one ``bytes.translate``).
+C-speed passes (``b"%" in raw``, ``str.isascii``, one ``bytes.translate``).
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 __all__ = ["Undisguised", "undisguised"]
 
 Span = tuple[int, int]
 
-_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_ESCAPE = re.compile(rb"%[0-9A-Fa-f]{2}")
 # zero-width and other invisible characters, fullwidth letters, digits, "_", "-" and "=" (not the fullwidth
 # punctuation that CJK prose uses)
 _ASCII_BYTES = bytes(range(128))
-_UNICODE = re.compile(
-    r"[\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff\uff10-\uff19\uff21-\uff3a\uff41-\uff5a\uff3f\uff0d\uff1d]"
-)
+_HIDDEN_RANGES = (
+    (0x00AD, 0x00AD), (0x180E, 0x180E), (0x200B, 0x200F), (0x2060, 0x2064), (0xFEFF, 0xFEFF),
+    (0xFF10, 0xFF19), (0xFF21, 0xFF3A), (0xFF41, 0xFF5A), (0xFF3F, 0xFF3F), (0xFF0D, 0xFF0D), (0xFF1D, 0xFF1D),
+)  # fmt: skip
+_HIDDEN = frozenset(chr(c) for first, last in _HIDDEN_RANGES for c in range(first, last + 1))
+_FEW_OTHERS = 4096  # non-ASCII characters (and "?") looked at one by one, at most
 # upper-case key runs: 20 or more of [A-Z0-9_+/=-] (lower-case letters and everything else break a run)
 _UPPER_VIEW = bytes(
     ord("a") if chr(b) in "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_+/=-" else ord(" ") for b in range(256)
@@ -139,13 +143,24 @@ def _rewrite(text: str, hits: list[Span], tokens_only: bool) -> Undisguised:
     return Undisguised(joined, tokens_only, new, old, old_len, copied, joints)
 
 
-def _hidden(text: str) -> list[Span]:
-    """Where ``text`` holds invisible or fullwidth characters. The character-class scan runs over the non-ASCII
-    characters alone (the UTF-8 form without its ASCII bytes); each one found is then located with
-    single-character finds, so a long text pays two fast passes, not a scan of every character."""
-    rest = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES)
-    found = {m.group() for m in _UNICODE.finditer(rest.decode("utf-8", "replace"))}
+def _hidden(text: str, raw: bytes) -> list[Span]:
+    """Where ``text`` holds invisible or fullwidth characters (``raw``: its ASCII form, "?" for the others).
+
+    A text with few characters beyond ASCII has them where ``raw`` has a "?" (found with memchr) and the text
+    does not. Otherwise the non-ASCII characters are taken alone (the UTF-8 form without its ASCII bytes)
+    and each kind found is located with single-character finds: two fast passes, not a scan of every
+    character."""
     spans: list[Span] = []
+    at = raw.find(b"?")
+    for _ in range(_FEW_OTHERS):
+        if at < 0:
+            return spans
+        if text[at] in _HIDDEN:
+            spans.append((at, at + 1))
+        at = raw.find(b"?", at + 1)
+    spans.clear()
+    rest = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES)
+    found = _HIDDEN.intersection(rest.decode("utf-8", "replace"))
     for char in found:
         at = text.find(char)
         while at >= 0:
@@ -154,28 +169,38 @@ def _hidden(text: str) -> list[Span]:
     return spans
 
 
-def undisguised(text: str, raw: bytes, capitals: re.Pattern[str] | None = None) -> list[Undisguised]:
+def undisguised(
+    text: str, raw: bytes, capitals: re.Pattern[str] | None = None, regions: Sequence[Span] | None = None
+) -> list[Undisguised]:
     """The disguised lines of ``text`` undisguised (see the module docstring); ``raw`` is
     ``text.encode("ascii", "replace")``. ``capitals`` finds a key prefix written in capitals (``SK-PROJ-``) in
-    a run of capitals; without it, keys in capitals are not looked for. Empty for the common text."""
+    a run of capitals; without it, keys in capitals are not looked for. ``regions``: where runs of capitals
+    may stand (every run of 20 of ``[A-Za-z0-9_+/=-]`` lies wholly inside one), by default the whole text.
+    Empty for the common text."""
     out: list[Undisguised] = []
     hits: list[Span] = []
-    if "%" in text:
-        hits.extend(m.span() for m in _ESCAPE.finditer(text))
+    if b"%" in raw:  # (the same spans as in the text, found in a byte per character)
+        hits.extend(m.span() for m in _ESCAPE.finditer(raw))
     if not text.isascii():
-        hits.extend(_hidden(text))
+        hits.extend(_hidden(text, raw))
     if hits:
         hits.sort()
         out.append(_rewrite(text, hits, tokens_only=False))
-    view = raw.translate(_UPPER_VIEW)
     upper: list[Span] = []
-    at = view.find(_UPPER_RUN)
-    while at >= 0:
-        end = view.find(b" ", at)
-        end = len(view) if end < 0 else end
-        if capitals is not None and capitals.search(text, at, end):  # a key's prefix, in capitals
-            upper.append((at, end))
-        at = view.find(_UPPER_RUN, end)
+    if capitals is not None and (regions is None or regions):
+        # the regions joined one newline apart (no run crosses it), and where each starts there and in the text
+        regions = [(0, len(raw))] if regions is None else regions
+        view = b"\n".join([raw[a:b] for a, b in regions]).translate(_UPPER_VIEW)
+        starts = list(itertools.accumulate((b - a + 1 for a, b in regions[:-1]), initial=0))
+        at = view.find(_UPPER_RUN)
+        while at >= 0:
+            end = view.find(b" ", at)
+            end = len(view) if end < 0 else end
+            i = bisect.bisect_right(starts, at) - 1
+            shift = regions[i][0] - starts[i]
+            if capitals.search(text, at + shift, end + shift):  # a key's prefix, in capitals
+                upper.append((at + shift, end + shift))
+            at = view.find(_UPPER_RUN, end)
     if upper:
         out.append(_rewrite(text, upper, tokens_only=True))
     return out

@@ -53,6 +53,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("hermes.search")
+# the name an in-process plugin without one is given (hermes_core.plugins: "plugin-<id in hex>")
+_ANONYMOUS_PLUGIN = re.compile(r"plugin-[0-9a-f]+")
 
 SEARCH_TOOL = "tool_search"
 """The name of the search tool (the built-in registers it); part of every selection, sent only when deferring."""
@@ -566,6 +568,8 @@ class Deferral:
                 continue
             schema = self.selector.tool_schema(entry, state.available)
             source = entry.plugin or entry.distribution or ""
+            if _ANONYMOUS_PLUGIN.fullmatch(source):  # a label made of an object id: no words to search by
+                source = entry.distribution or ""
             docs.append(tool_doc(schema, entry.toolset, source))
         factories = dict(self._rankers()) if self._rankers is not None else {}
         factories.setdefault("bm25", BM25Ranker)

@@ -1,12 +1,15 @@
-"""Ranking tools for a query: the built-in lexical ranker (fielded BM25) and the ``Ranker`` seam plugins fill.
+"""Ranking tools for a query: the built-in lexical ranker (BM25F) and the ``Ranker`` seam plugins fill.
 
 A ranker is made from the searchable tools of one selection (``ToolDoc``s) and answers ``search(query, limit)``
 with ``(name, score)`` pairs, best first. The built-in ``BM25Ranker`` needs no model: it splits names into their
-parts (``snake_case``, ``camelCase``, ``kebab-case``), folds word forms with a light stemmer (``creates``,
-``created``, ``creating`` -> ``creat``), weighs a tool's name above its description and its parameters, and
-widens the query with a short table of everyday synonyms (``remove`` also looks for ``delete``) at a lower
-weight. Each posting's BM25 contribution is computed once when the index is built, so a query only adds up
-numbers; terms found in a large share of the tools only re-score candidates the rarer terms found.
+parts (``snake_case``, ``camelCase``, ``kebab-case``) and compounds written as one word (``cronjob`` is also
+``cron`` and ``job``), folds word forms with a light stemmer (``creates``, ``created``, ``creating`` ->
+``creat``), weighs a tool's name above its description, parameters, toolset and source, each field normalised
+by its own length (BM25F: a long parameter list does not dilute the name), and widens the query with a short
+table of everyday synonyms (``remove`` also looks for ``delete``) at a lower weight. Each word typed is a group
+(the word, its synonyms, its completions) that a tool scores by its best member, so a word counts once however
+many of its synonyms a tool mentions. Each posting's contribution is computed once when the index is built;
+a query adds up the heaviest postings of its terms to find candidates, then scores those exactly.
 
 Plugins add rankers with the ``register_tool_rankers`` hook (an embedding ranker, say) and the configuration
 chooses one, or several fused by reciprocal rank (``[tools] search_ranker``).
@@ -427,6 +430,7 @@ NAME_BONUS = 1.5
 COORD_FLOOR = 0.5
 GROUP_BONUS = 0.5
 _PREFIX_WEIGHT = 0.5
+_PART_WEIGHT = 0.5  # each part of a compound name word, of the name's weight
 _RESCORED = 40
 _DEPTH = 200  # postings of one term walked to find candidates
 
@@ -436,93 +440,150 @@ def _first_sentence(text: str) -> str:
     return text[: cut.start()] if cut else text
 
 
-def _weighted_terms(doc: ToolDoc) -> dict[str, float]:
-    tf: dict[str, float] = {}
+_FIELDS = 4  # name, description, parameters, toolset and source
+_FIELD_WEIGHTS = (_NAME_WEIGHT, _DESCRIPTION_WEIGHT, 1.0, _GROUP_WEIGHT)
+Fields = tuple[dict[str, float], ...]
 
-    def add(text: str, weight: float) -> None:
+
+def _fields(doc: ToolDoc) -> Fields:
+    """The term frequencies of each field of ``doc`` (within a field, some text counts for more or less)."""
+    name: dict[str, float] = {}
+    description: dict[str, float] = {}
+    parameters: dict[str, float] = {}
+    group: dict[str, float] = {}
+
+    def add(tf: dict[str, float], text: str, weight: float = 1.0) -> None:
         for term in terms(text):
             tf[term] = tf.get(term, 0.0) + weight
 
-    add(doc.name, _NAME_WEIGHT)
-    add(doc.description, _DESCRIPTION_WEIGHT)
-    add(_first_sentence(doc.description), _FIRST_SENTENCE_WEIGHT)
-    for name, description in doc.parameters:
-        add(name, _PARAM_NAME_WEIGHT)
-        if description:
-            add(description, _PARAM_DESCRIPTION_WEIGHT)
-    group = doc.toolset.removeprefix("mcp-")
-    add(group, _GROUP_WEIGHT)
+    add(name, doc.name)
+    add(description, doc.description)
+    add(description, _first_sentence(doc.description), _FIRST_SENTENCE_WEIGHT)
+    for key, text in doc.parameters:
+        add(parameters, key, _PARAM_NAME_WEIGHT)
+        if text:
+            add(parameters, text, _PARAM_DESCRIPTION_WEIGHT)
+    add(group, doc.toolset.removeprefix("mcp-"))
     if doc.source and doc.source != doc.toolset:
-        add(doc.source, _GROUP_WEIGHT)
-    return tf
+        add(group, doc.source)
+    return name, description, parameters, group
 
 
-_DOC_TERMS: dict[ToolDoc, dict[str, float]] = {}  # a rebuilt index (one MCP server reconnected) reuses these
+_DOC_FIELDS: dict[ToolDoc, Fields] = {}  # a rebuilt index (one MCP server reconnected) reuses these
 
 
-def _doc_terms(doc: ToolDoc) -> dict[str, float]:
-    found = _DOC_TERMS.get(doc)
+def _doc_fields(doc: ToolDoc) -> Fields:
+    found = _DOC_FIELDS.get(doc)
     if found is None:
-        found = _weighted_terms(doc)
-        if len(_DOC_TERMS) >= 50_000:
-            _DOC_TERMS.clear()
-        _DOC_TERMS[doc] = found
+        found = _fields(doc)
+        if len(_DOC_FIELDS) >= 50_000:
+            _DOC_FIELDS.clear()
+        _DOC_FIELDS[doc] = found
     return found
 
 
+class _Splitter:
+    """Splits a compound written as one word (``cronjob``, ``webhook``, ``filesystem``) into two terms the index
+    knows, each at least three letters, unless the whole is much more common than its parts (more than twice
+    the geometric mean of the numbers of tools using each): ``download`` or ``output`` stay whole."""
+
+    def __init__(self, known: dict[str, int]) -> None:
+        self.known = known
+        self.cache: dict[str, tuple[str, ...]] = {}
+
+    def __call__(self, term: str) -> tuple[str, ...]:
+        found = self.cache.get(term)
+        if found is None:
+            found = ()
+            known = self.known
+            if len(term) >= 6 and not term.isdigit():
+                best = known.get(term, 0) / 2  # the whole may be up to twice as common as its parts
+                for cut in range(3, len(term) - 2):
+                    head, tail = term[:cut], term[cut:]
+                    if head in known:
+                        tail = tail if tail in known else stem(tail)
+                        common = math.sqrt(known[head] * known.get(tail, 0))
+                        if common >= best:
+                            found, best = (head, tail), common
+            self.cache[term] = found
+        return found
+
+
 class BM25Ranker:
-    """Fielded BM25 over the tools' names, descriptions, parameters, toolsets and sources (see the module)."""
+    """BM25F over the tools' names, descriptions, parameters, toolsets and sources (see the module)."""
 
     name = "bm25"
 
     def __init__(self, docs: Sequence[ToolDoc]) -> None:
         self.names = [d.name for d in docs]
-        weighted = [_doc_terms(d) for d in docs]
-        lengths = [sum(tf.values()) for tf in weighted]
+        fielded = [_doc_fields(d) for d in docs]
+        known: dict[str, int] = {}
+        for fields in fielded:
+            for term in set().union(*fields):
+                known[term] = known.get(term, 0) + 1
+        split = _Splitter(known)
+        units: list[tuple[tuple[str, tuple[str, ...]], ...]] = []
+        for number, doc in enumerate(docs):
+            named = tuple((t, split(t)) for t in dict.fromkeys(terms(doc.name)))
+            units.append(named)
+            if any(parts for _, parts in named):  # "cronjob" is also "cron" and "job"
+                name = dict(fielded[number][0])
+                for _, parts in named:
+                    for part in parts:
+                        name[part] = name.get(part, 0.0) + _PART_WEIGHT
+                fielded[number] = (name, *fielded[number][1:])
+        # BM25F: each field's frequencies are weighed and normalised by that field's length, then summed and
+        # saturated once; a tool's long parameter list does not dilute what its name says
         count = len(docs)
-        average = (sum(lengths) / count) if count else 1.0
+        averages = [
+            max(sum(sum(f[i].values()) for f in fielded) / max(count, 1), 1e-9) for i in range(_FIELDS)
+        ]
         frequency: dict[str, int] = {}
-        for tf in weighted:
-            for term in tf:
+        for fields in fielded:
+            for term in set().union(*fields):
                 frequency[term] = frequency.get(term, 0) + 1
+        idf = {term: math.log(1 + (count - df + 0.5) / (df + 0.5)) for term, df in frequency.items()}
         postings: dict[str, dict[int, float]] = {}
-        for number, (tf, length) in enumerate(zip(weighted, lengths, strict=True)):
-            norm = _K1 * (1 - _B + _B * length / average)
+        for number, fields in enumerate(fielded):
+            tf: dict[str, float] = {}
+            for counts, weight, average in zip(fields, _FIELD_WEIGHTS, averages, strict=True):
+                if counts:
+                    scale = weight / (1 - _B + _B * sum(counts.values()) / average)
+                    for term, f in counts.items():
+                        tf[term] = tf.get(term, 0.0) + f * scale
             for term, f in tf.items():
-                df = frequency[term]
-                idf = math.log(1 + (count - df + 0.5) / (df + 0.5))
-                postings.setdefault(term, {})[number] = idf * f * (_K1 + 1) / (f + norm)
+                postings.setdefault(term, {})[number] = idf[term] * f * (_K1 + 1) / (f + _K1)
         self._postings = postings
-        self._name_terms = [frozenset(terms(d.name)) for d in docs]
+        self._name_units = units
         self._group_terms = [frozenset(terms(f"{d.toolset.removeprefix('mcp-')} {d.source}")) for d in docs]
         self._vocabulary = sorted(postings)
-        self._top: dict[str, list[tuple[int, float]]] = {}  # the heaviest postings of frequent terms
+        self._top: dict[str, dict[int, float]] = {}  # the heaviest postings of frequent terms
 
-    def _query(self, query: str) -> dict[str, float]:
-        wanted: dict[str, float] = {}
+    def _groups(self, query: str) -> list[tuple[float, dict[str, float]]]:
+        """The query as groups, one per word typed: the word's term (weight 1) and the terms it stands for
+        (synonyms, completions of a prefix, the word without ``re``/``un``) at lower weights. A tool scores a
+        group by its best member, so a word with many synonyms counts once, however many of them a tool has."""
+        typed: dict[str, float] = {}
         for term in terms(query):
-            wanted[term] = wanted.get(term, 0.0) + 1.0
-        if _FILE_NAME.search(query):  # "main.py": a file
-            wanted.setdefault("file", _SYNONYM_WEIGHT)
+            typed[term] = typed.get(term, 0.0) + 1.0
+        groups: list[tuple[float, dict[str, float]]] = []
+        postings = self._postings
         synonyms = _synonym_stems()
-        for term in list(wanted):
+        for term, count in typed.items():
+            members = {term: 1.0}
             for other in synonyms.get(term, ()):
-                if other not in wanted:
-                    wanted[other] = _SYNONYM_WEIGHT
+                members.setdefault(other, _SYNONYM_WEIGHT)
             if len(term) >= 4:  # "mongo" finds "mongodb", "kube" finds "kubernetes"
                 for other in self._completions(term):
-                    if other not in wanted:
-                        wanted[other] = _PREFIX_WEIGHT
+                    members.setdefault(other, _PREFIX_WEIGHT)
             for prefix in ("re", "un"):  # reassign -> assign, rerun -> run, uncommitted -> commit
                 base = term[2:]
-                if (
-                    term.startswith(prefix)
-                    and len(base) > 3
-                    and base in self._postings
-                    and base not in wanted
-                ):
-                    wanted[base] = _PREFIX_WEIGHT
-        return wanted
+                if term.startswith(prefix) and len(base) > 3 and base in postings:
+                    members.setdefault(base, _PREFIX_WEIGHT)
+            groups.append((count, members))
+        if _FILE_NAME.search(query) and "file" not in typed:  # "main.py": a file
+            groups.append((_SYNONYM_WEIGHT, {"file": 1.0}))
+        return groups
 
     def _completions(self, prefix: str, most: int = 3) -> list[str]:
         vocabulary = self._vocabulary
@@ -533,54 +594,109 @@ class BM25Ranker:
             at += 1
         return out
 
-    def _leaders(self, term: str, plist: dict[int, float]) -> Sequence[tuple[int, float]]:
-        """A term's postings for finding candidates: all of them, or for a term in many tools its
-        ``_DEPTH`` heaviest (their exact scores are added up again for the candidates afterwards)."""
+    def _leaders(self, term: str, plist: dict[int, float]) -> dict[int, float]:
+        """A term's postings for finding candidates: all of them, or for a term in many tools its ``_DEPTH``
+        heaviest (the candidates' exact scores are added up again afterwards)."""
         if len(plist) <= _DEPTH:
-            return plist.items()  # type: ignore[return-value]
+            return plist
         top = self._top.get(term)
         if top is None:
-            top = self._top[term] = heapq.nlargest(_DEPTH, plist.items(), key=itemgetter(1))
+            top = self._top[term] = dict(heapq.nlargest(_DEPTH, plist.items(), key=itemgetter(1)))
         return top
 
     def search(self, query: str, limit: int) -> list[tuple[str, float]]:
-        postings = self._postings
-        wanted = self._query(query)
-        found = [(term, postings[term], w) for term, w in wanted.items() if term in postings]
-        if not found or limit < 1:
+        if limit < 1:
             return []
-        scores: dict[int, float] = {}
-        get = scores.get
-        truncated = False
-        for term, plist, weight in found:
-            leaders = self._leaders(term, plist)
-            truncated = truncated or len(leaders) < len(plist)
-            for doc, value in leaders:
-                scores[doc] = get(doc, 0.0) + value * weight
-        if truncated:  # exact scores for the leading candidates
-            leading = heapq.nlargest(max(limit * 8, _RESCORED), scores, key=scores.__getitem__)
-            scores = {d: sum(p.get(d, 0.0) * w for _, p, w in found) for d in leading}
-        best = heapq.nlargest(max(limit * 8, _RESCORED), scores.items(), key=itemgetter(1))
-        best = self._rescore(best, wanted)
-        names = self.names
-        return [(names[doc], score) for doc, score in best[:limit]]
-
-    def _rescore(self, best: list[tuple[int, float]], wanted: dict[str, float]) -> list[tuple[int, float]]:
-        """The leading candidates again, with two signals BM25 lacks: how much of the tool's name the query
-        covers (names are the tools' tersest summaries), and how many of the words typed the tool matched."""
         postings = self._postings
-        typed = [t for t, w in wanted.items() if w >= 1.0]
+        groups: list[tuple[float, list[tuple[str, dict[int, float], float]]]] = []
+        weight_of: dict[str, float] = {}  # each term's heaviest weight in the query
+        for count, wanted in self._groups(query):
+            found = []
+            for term, weight in wanted.items():
+                posted = postings.get(term)
+                if posted is not None:
+                    found.append((term, posted, weight))
+                    if weight > weight_of.get(term, 0.0):
+                        weight_of[term] = weight
+            if found:
+                groups.append((count, found))
+        if not groups:
+            return []
+        # candidates: the tools in the heaviest postings of each group's terms, each group's best member
+        # (the first member's postings are copied, not walked: for a word with no stand-ins, that is all)
+        leaders = self._leaders
+        bests: list[dict[int, float]] = []
+        for count, members in groups:
+            term, plist, weight = members[0]
+            weight *= count
+            first = leaders(term, plist)
+            if weight != 1.0:
+                best = {doc: value * weight for doc, value in first.items()}
+            else:
+                best = dict(first) if len(members) > 1 else first  # never changed when it is the postings
+            top = best.get
+            for term, plist, weight in members[1:]:
+                weight *= count
+                for doc, value in leaders(term, plist).items():
+                    value *= weight
+                    if value > top(doc, 0.0):
+                        best[doc] = value
+            bests.append(best)
+        bests.sort(key=len, reverse=True)
+        scores = dict(bests[0])
+        get = scores.get
+        for other in bests[1:]:
+            for doc, value in other.items():
+                scores[doc] = get(doc, 0.0) + value
+        wide = max(limit * 8, _RESCORED)
+        leading = heapq.nlargest(wide, scores, key=scores.__getitem__) if len(scores) > wide else list(scores)
+        ranked = self._rescore(leading, groups, weight_of, limit)
+        names = self.names
+        return [(names[doc], score) for score, doc in ranked]
+
+    def _rescore(
+        self,
+        leading: list[int],
+        groups: list[tuple[float, list[tuple[str, dict[int, float], float]]]],
+        weight_of: dict[str, float],
+        limit: int,
+    ) -> list[tuple[float, int]]:
+        """The leading candidates' exact scores, with two signals BM25 lacks: how much of the tool's name the
+        query covers (names are the tools' tersest summaries), and what share of the words typed the tool
+        matched (a word matched only through a stand-in counts for the stand-in's weight)."""
         out = []
-        for doc, score in best:
-            name = self._name_terms[doc]
-            covered = sum(wanted.get(t, 0.0) for t in name) / len(name) if name else 0.0
-            matched = sum(1 for t in typed if doc in postings.get(t, ()))
-            coord = matched / len(typed) if typed else 1.0
-            named = any(t in wanted for t in self._group_terms[doc])  # the query names the tool's service
-            score *= (1 + NAME_BONUS * min(covered, 1.0)) * (COORD_FLOOR + (1 - COORD_FLOOR) * coord)
-            out.append((doc, score * (1 + GROUP_BONUS) if named else score))
-        out.sort(key=itemgetter(1), reverse=True)
-        return out
+        name_units = self._name_units
+        group_terms = self._group_terms
+        typed = len(groups)
+        for doc in leading:
+            score = matched = 0.0
+            for count, members in groups:
+                value = weight = 0.0
+                for _, plist, w in members:
+                    v = plist.get(doc)
+                    if v is not None:
+                        v *= w
+                        if v > value:
+                            value = v
+                        if w > weight:
+                            weight = w
+                score += value * count
+                matched += weight
+            units = name_units[doc]
+            if units:
+                covered = 0.0
+                for term, parts in units:
+                    c = weight_of.get(term, 0.0)
+                    if parts:
+                        c = max(c, sum(weight_of.get(p, 0.0) for p in parts) / len(parts))
+                    covered += c
+                covered /= len(units)
+                score *= 1 + NAME_BONUS * min(covered, 1.0)
+            score *= COORD_FLOOR + (1 - COORD_FLOOR) * matched / typed
+            if not group_terms[doc].isdisjoint(weight_of):  # the query names the tool's service
+                score *= 1 + GROUP_BONUS
+            out.append((score, -doc))  # equal scores: the tool registered first
+        return [(score, -doc) for score, doc in heapq.nlargest(limit, out)]
 
 
 def fuse(rankings: Iterable[list[tuple[str, float]]], limit: int, k: float = 60.0) -> list[tuple[str, float]]:

@@ -211,13 +211,30 @@ def test_write_file_takes_ten_megabytes_and_more(builtin_system: ToolSystem, wor
     content = "".join(f"line {i:07d} of a big generated file\n" for i in range(300_000))  # 10.5 MB
     assert len(content) > 10_000_000
     out = builtin_system.call("write_file", json.dumps({"path": "big.txt", "content": content}))
-    assert out == f"created big.txt: {len(content)} bytes, 300000 lines"
+    assert out == f"created big.txt: {len(content)} bytes"  # lines are not counted past a megabyte
     assert (workspace / "big.txt").read_text() == content
     text = "\u00e9\u4e2d" * 2_500_000 + "\n"  # 5M characters, 12.5 MB in UTF-8, written a piece at a time
     out = builtin_system.call("write_file", {"path": "big.txt", "content": text})
-    assert out == f"replaced big.txt: {len(text.encode())} bytes, 1 lines"
+    assert out == f"replaced big.txt: {len(text.encode())} bytes"
     assert (workspace / "big.txt").read_text(encoding="utf-8") == text
     assert [p.name for p in workspace.iterdir()] == ["big.txt"]  # no temporary file left behind
+
+
+def test_write_file_counts_lines_up_to_a_megabyte(builtin_system: ToolSystem, workspace: Path) -> None:
+    """The result names the lines of a text of up to COUNT_LINES_UP_TO characters (counting more would cost as
+    much as the write); the bytes are always there."""
+    from hermes_builtin.tools.files.files import COUNT_LINES_UP_TO
+
+    line = "x" * 63 + "\n"
+    exact = line * (COUNT_LINES_UP_TO // len(line))
+    assert len(exact) == COUNT_LINES_UP_TO
+    out = builtin_system.call("write_file", {"path": "a.txt", "content": exact})
+    assert out == f"created a.txt: {len(exact)} bytes, {COUNT_LINES_UP_TO // 64} lines"
+    out = builtin_system.call("write_file", {"path": "a.txt", "content": exact + "y"})
+    assert out == f"replaced a.txt: {len(exact) + 1} bytes"
+    assert (workspace / "a.txt").read_text() == exact + "y"
+    out = builtin_system.call("write_file", {"path": "b.txt", "content": "one\ntwo"})
+    assert out == "created b.txt: 7 bytes, 2 lines"
 
 
 def test_write_file_size_is_configurable_and_refusals_lose_nothing(

@@ -94,13 +94,20 @@ def test_non_secret_env_names_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_one_megabyte_is_linear() -> None:
     chunk = "lorem ipsum key=value password: x Bearer aaaaaaaa https://u:p@h sk-x " * 16
     small, big = chunk * 100, chunk * 1000
-    t0 = time.perf_counter()
-    redact(small)
-    t1 = time.perf_counter()
-    redact(big)
-    t2 = time.perf_counter()
     assert len(big) > 1_000_000
-    assert (t2 - t1) < max(40 * (t1 - t0), 0.5), (t1 - t0, t2 - t1)
+
+    def fastest(text: str, runs: int) -> float:
+        best = float("inf")
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            redact(text)
+            best = min(best, time.perf_counter() - t0)
+        return best
+
+    # 10x the text: linear work takes ~10x, quadratic ~100x. The fastest of a few runs keeps a loaded machine's
+    # pauses out of the ratio, and the floor keeps a machine that is slow for everything from failing it.
+    t_small, t_big = fastest(small, 5), fastest(big, 2)
+    assert t_big < max(40 * t_small, 2.0), (t_small, t_big)
 
 
 def test_pathological_inputs_are_fast() -> None:

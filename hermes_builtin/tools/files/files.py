@@ -241,9 +241,21 @@ def write_file(path: str, content: str, force: bool = False, *, context: CallCon
     if seen is not None:
         small = len(content) <= _stale.DIGEST_LIMIT
         _stale.remember(context, seen, content.encode("utf-8") if small else None)
-    lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     verb = "replaced" if existed else "created"
-    return f"{verb} {shown}: {_utf8_size(content)} bytes, {lines} lines{warning}"
+    return f"{verb} {shown}: {_utf8_size(content)} bytes{_lines(content)}{warning}"
+
+
+# Lines are counted for the result up to this many characters (half a millisecond): beyond, counting them
+# would cost about what the whole write costs, for a figure the bytes already vouch for.
+COUNT_LINES_UP_TO = 1 << 20
+
+
+def _lines(content: str) -> str:
+    """``", N lines"`` for the result of a write, or "" for a text over ``COUNT_LINES_UP_TO`` characters."""
+    if len(content) > COUNT_LINES_UP_TO:
+        return ""
+    count = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+    return f", {count} lines"
 
 
 def _fsync_limit(context: CallContext) -> float:
