@@ -261,6 +261,7 @@ class _State:
         "order",
         "rendered",
         "search_schema",
+        "search_sent",
         "tokens",
     )
 
@@ -274,6 +275,9 @@ class _State:
         self.core_tokens = 0
         self.deferrable: frozenset[str] = frozenset()
         self.search_schema: dict[str, Any] = {}
+        self.search_sent: dict[
+            str, tuple[dict[str, Any], int]
+        ] = {}  # format -> (search tool rendered, tokens)
         self.rendered: dict[tuple[str, str], dict[str, Any]] = {}  # (format, name) -> definition
         self.native: dict[str, list[dict[str, Any]]] = {}  # format -> defer_loading definitions
         self.index: Ranker | None = None  # over the deferrable tools
@@ -499,11 +503,14 @@ class Deferral:
         if native:
             room -= _SEARCH_TOOL_TOKENS
         else:
-            from ..schema import render
+            found = state.search_sent.get(format)
+            if found is None:  # rendered and sized once per layout: every turn sends it
+                from ..schema import render
 
-            search = render(state.search_schema, format)
-            out.append(search)
-            room -= estimate_tokens(search)
+                search = render(state.search_schema, format)
+                found = state.search_sent[format] = (search, estimate_tokens(search))
+            out.append(found[0])
+            room -= found[1]
         sent = self._loaded_that_fit(state, loaded, room)
         out.extend(self._render(state, e, format) for e in map(registry.get, sent) if e is not None)
         if native:
