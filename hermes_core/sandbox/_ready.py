@@ -6,7 +6,7 @@ tool's check asks, so an execution layer that grows (environments, remote kinds)
 
 A tool system's answer is kept across processes in ``sandbox-readiness.json`` in hermes's cache folder, keyed by
 a digest of everything that decides it: the ``[sandbox]`` table, the workspace, ``HOME``, ``PATH`` and the
-``HERMES_*``/``XDG_*`` variables (with the paths they resolve to), the interpreter, the uid and gid, the
+``HERMES_HOME``/``XDG_*`` variables (with the paths they resolve to), the interpreter, the uid and gid, the
 kernel (release, version, LSMs, the user namespace and its uid map), the sysctls that let user namespaces be
 made, the ``bwrap`` binary found on ``PATH`` (path, inode, size, mode, mtime) and this package's own files.
 A changed key, or an answer older than an hour, probes again; so does any process that has loaded the sandbox
@@ -131,7 +131,9 @@ def cache_key(system: Any) -> str:
     home = env.get("HOME") or os.path.expanduser("~")
     path_env = env.get("PATH")
     config = system.config
-    named = sorted((k, v) for k, v in env.items() if k.startswith(("HERMES_", "XDG_")))
+    # hermes's folders (hidden inside) come from HERMES_HOME, else the XDG folders; other HERMES_* variables
+    # (which plugins load, say) decide nothing here, and one that changed each run would defeat the cache
+    named = sorted((k, v) for k, v in env.items() if k == "HERMES_HOME" or k.startswith("XDG_"))
     here = Path(__file__).parent
     parts: list[object] = [
         _CACHE_VERSION,
