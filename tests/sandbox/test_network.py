@@ -24,6 +24,7 @@ from sandbox_stage import Scene, load_system, run_as_plain_user, token
 
 import hermes_builtin.plugin
 from hermes_core import ToolSystem
+from hermes_core.environments import environment_for
 from hermes_core.sandbox import sandbox_for
 from hermes_core.security import CallbackApprover
 
@@ -303,7 +304,8 @@ def test_pip_installs_through_the_proxy_from_an_allowed_index_and_not_from_anoth
             "terminal", {"command": "rm -rf venv && " + _install(port, "other.test"), "timeout": 180}
         )
         assert "through the proxy" not in out and hits == [], out
-        refusals = sandbox_for(system).egress()[1].refusals
+        # the terminal ran in the session's environment: its sandbox's proxy refused (the system's own is another)
+        refusals = environment_for(system).sandbox.egress()[1].refusals
         assert any("other.test is not on the sandbox's network allow-list" in r for r in refusals), refusals
 
 
