@@ -25,16 +25,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING
 
 from ..errors import ToolError
 from ._base import (
     CommandResult,
-    Environment,
     EnvironmentSpec,
     EnvironmentStatus,
     EnvironmentUnavailable,
-    FileInfo,
     PathOutsideRoots,
     Process,
 )
@@ -57,6 +55,7 @@ from ._probe_cache import shared
 from ._remote import kill_argv, kill_note, launch_argv, parse_control, run_id
 from ._rooted import Root
 from ._shell import ShellSession
+from ._through_files import FilesEnvironment
 
 if TYPE_CHECKING:
     from ..sandbox import Limits, Sandbox
@@ -64,7 +63,7 @@ if TYPE_CHECKING:
 __all__ = ["ContainerEnvironment"]
 
 
-class ContainerEnvironment(Environment):
+class ContainerEnvironment(FilesEnvironment):
     """A session's container (see the module docstring)."""
 
     kind = "container"
@@ -474,24 +473,6 @@ class ContainerEnvironment(Environment):
 
     # -- files -------------------------------------------------------------------------------------------
 
-    def resolve(self, path: str) -> str:
-        return self.files.resolve(self.absolute(path))
-
-    def stat(self, path: str) -> FileInfo:
-        return self.files.stat(self.absolute(path))
-
-    def open_read(self, path: str) -> BinaryIO:
-        return self.files.open_read(self.absolute(path))
-
-    def write(self, path: str, data: bytes, *, create_parents: bool = True, mode: int | None = None) -> bool:
-        return self.files.write(self.absolute(path), data, create_parents=create_parents, mode=mode)
-
-    def remove(self, path: str) -> None:
-        self.files.remove(self.absolute(path))
-
-    def listdir(self, path: str) -> list[str]:
-        return self.files.listdir(self.absolute(path))
-
     def local_path(self, path: str) -> Path | None:
         return self.files.local_path(self.absolute(path))
 
@@ -507,9 +488,6 @@ class ContainerEnvironment(Environment):
             if path == inside or path.startswith(inside.rstrip("/") + "/"):
                 return host + path[len(inside.rstrip("/")) :]
         return path
-
-    def hidden_within(self, path: str) -> list[str]:
-        return self.files.hidden_within(self.absolute(path))
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 

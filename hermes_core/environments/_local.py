@@ -20,17 +20,15 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 from ..config import ConfigError
 from ..errors import ToolError
 from ._base import (
     CommandResult,
-    Environment,
     EnvironmentSpec,
     EnvironmentStatus,
     EnvironmentUnavailable,
-    FileInfo,
     PathOutsideRoots,
     Process,
 )
@@ -38,6 +36,7 @@ from ._local_process import LocalProcess, open_pty
 from ._rooted import Root, RootedFiles
 from ._shell import DEFAULT_OPTIONS_COMMAND, ShellSession
 from ._shell import argv as shell_argv
+from ._through_files import FilesEnvironment
 
 if TYPE_CHECKING:
     from ..sandbox import Layout, Limits, RunResult, Sandbox, SandboxSettings
@@ -95,7 +94,7 @@ def _read_all(fd: int) -> bytes:
     return os.pread(fd, size, 0) if size else b""
 
 
-class LocalEnvironment(Environment):
+class LocalEnvironment(FilesEnvironment):
     """The session's walls on this machine (see the module docstring)."""
 
     kind = "local"
@@ -368,34 +367,13 @@ class LocalEnvironment(Environment):
 
     # -- files -------------------------------------------------------------------------------------------
 
-    def resolve(self, path: str) -> str:
-        return self.files.resolve(self.absolute(path))
-
-    def stat(self, path: str) -> FileInfo:
-        return self.files.stat(self.absolute(path))
-
-    def open_read(self, path: str) -> BinaryIO:
-        return self.files.open_read(self.absolute(path))
-
-    def write(self, path: str, data: bytes, *, create_parents: bool = True, mode: int | None = None) -> bool:
-        return self.files.write(self.absolute(path), data, create_parents=create_parents, mode=mode)
-
     def write_text(
         self, path: str, text: str, *, sync: bool = True, encoding: str = "utf-8", mode: int | None = None
     ) -> bool:
         return self.files.write_text(self.absolute(path), text, sync=sync, encoding=encoding, mode=mode)
 
-    def remove(self, path: str) -> None:
-        self.files.remove(self.absolute(path))
-
-    def listdir(self, path: str) -> list[str]:
-        return self.files.listdir(self.absolute(path))
-
     def local_path(self, path: str) -> Path | None:
         return self.files.local_path(self.absolute(path))
-
-    def hidden_within(self, path: str) -> list[str]:
-        return self.files.hidden_within(self.absolute(path))
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 

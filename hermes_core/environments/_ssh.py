@@ -26,16 +26,14 @@ import socket
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolError
 from ._base import (
     CommandResult,
-    Environment,
     EnvironmentSpec,
     EnvironmentStatus,
     EnvironmentUnavailable,
-    FileInfo,
     Process,
 )
 from ._probe_cache import shared
@@ -47,6 +45,7 @@ from ._ssh_loop import run as _run
 from ._ssh_loop import submit as _run_async
 from ._ssh_process import SshProcess
 from ._ssh_settings import SshSettings, ssh_settings
+from ._through_files import FilesEnvironment
 
 if TYPE_CHECKING:
     from ..sandbox import Limits
@@ -160,7 +159,7 @@ def _fix(reason: str, settings: SshSettings) -> str:
     return f"check that {settings.host}:{settings.port} runs sshd and is reachable from here"
 
 
-class SshEnvironment(Environment):
+class SshEnvironment(FilesEnvironment):
     """A session on a remote host (see the module docstring)."""
 
     kind = "ssh"
@@ -555,27 +554,6 @@ class SshEnvironment(Environment):
         if path == self.workspace or path.startswith(workspace + "/"):
             return os.path.realpath(self.spec.workspace) + path[len(workspace) :]
         return path
-
-    def resolve(self, path: str) -> str:
-        return self.files.resolve(self.absolute(path))
-
-    def stat(self, path: str) -> FileInfo:
-        return self.files.stat(self.absolute(path))
-
-    def open_read(self, path: str) -> BinaryIO:
-        return self.files.open_read(self.absolute(path))
-
-    def write(self, path: str, data: bytes, *, create_parents: bool = True, mode: int | None = None) -> bool:
-        return self.files.write(self.absolute(path), data, create_parents=create_parents, mode=mode)
-
-    def remove(self, path: str) -> None:
-        self.files.remove(self.absolute(path))
-
-    def listdir(self, path: str) -> list[str]:
-        return self.files.listdir(self.absolute(path))
-
-    def hidden_within(self, path: str) -> list[str]:
-        return self.files.hidden_within(self.absolute(path))
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
