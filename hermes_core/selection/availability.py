@@ -34,6 +34,7 @@ from ..registry import ToolEntry
 __all__ = ["Availability", "Unavailable", "takes_system"]
 
 log = logging.getLogger("hermes.checks")
+_IMPORT_RETRY_SECONDS = 0.05
 _monotonic = time.monotonic
 
 
@@ -180,8 +181,17 @@ class Availability:
 
     def _execute(self, check: Callable[..., Any], run: _Run) -> None:
         """On the run's own daemon thread: call the check and record its answer."""
+        args = (self.system,) if takes_system(check) else ()
         try:
-            result = check(self.system) if takes_system(check) else check()
+            try:
+                result = check(*args)
+            except ImportError:
+                # checks run at once on threads of their own and import what they need on first use: a thread
+                # may meet a module another thread is still importing (a circle of imports between the two
+                # gives it the half-made one). Once the others are done, a second try finds it whole; a module
+                # that is really missing fails again and is reported below.
+                time.sleep(_IMPORT_RETRY_SECONDS)
+                result = check(*args)
         except Exception as err:
             log.warning(
                 "check %s raised %s: %s", getattr(check, "__qualname__", check), type(err).__name__, err

@@ -312,3 +312,27 @@ def test_a_call_waits_for_its_own_running_check_only() -> None:
     assert s.call("gated", {}) == "ran"  # its verdict was unknown: the call waited for that check
     assert 0.15 < time.perf_counter() - started < 3
     s.close()
+
+
+def test_a_check_that_meets_a_half_made_import_is_asked_again_once() -> None:
+    """Checks import on their own threads; an ImportError from a module another thread was still importing is
+    tried once more, while a module that is really missing still hides the tool with the reason."""
+    s = system_with()
+    tries: list[int] = []
+
+    def racing() -> bool:
+        tries.append(1)
+        if len(tries) == 1:
+            raise ImportError("cannot import name 'environment_check' from 'hermes_core.environments'")
+        return True
+
+    def missing() -> bool:
+        import hermes_no_such_module  # type: ignore[import-not-found]  # noqa: F401
+
+        return True
+
+    s.registry.register(name="a", toolset="t", schema=tool("a"), handler=print, check_fn=racing)
+    s.registry.register(name="b", toolset="t", schema=tool("b"), handler=print, check_fn=missing)
+    assert [d["function"]["name"] for d in s.definitions()] == ["a"]
+    assert len(tries) == 2
+    assert s.hidden()["b"] == "check raised ModuleNotFoundError: No module named 'hermes_no_such_module'"
