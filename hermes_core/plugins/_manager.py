@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
 import importlib
 import importlib.util
 import itertools
@@ -27,6 +26,7 @@ from typing import Any
 import pluggy
 
 from .. import hookspecs
+from .._blake import blake2b
 from .._trace import trace
 from ..registry import (
     Provenance,
@@ -305,7 +305,7 @@ class PluginHost:
         """Import the eligible drop-in files of ``directory`` (see ``_dropin``)."""
         cache_file = None
         if cache_dir is not None:
-            digest = hashlib.blake2b(str(directory.resolve()).encode(), digest_size=8).hexdigest()
+            digest = blake2b(str(directory.resolve()).encode(), digest_size=8).hexdigest()
             cache_file = cache_dir / f"dropin-{digest}.json"
         # The files' objects live as long as the system: the cyclic collector would trace them all again at
         # each full collection while thousands load (the cost per file grew with the folder); paused meanwhile.

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from hermes_core import ToolError, Unavailable
+from hermes_core.fileio import which
 
 SECTION = "computer_use"
 SOCKETS = Path("/tmp/.X11-unix")
@@ -75,7 +75,7 @@ def display_of(section: Mapping[str, Any], environ: Mapping[str, str] | None = N
         raise DisplayProblem(
             f"[plugins.{SECTION}] timeout must be a positive number of seconds, got {timeout!r}"
         )
-    missing = [tool for tool in ("xdotool", "ffmpeg") if shutil.which(tool) is None]
+    missing = [tool for tool in ("xdotool", "ffmpeg") if which(tool) is None]
     if missing:
         raise DisplayProblem(
             f"needs {' and '.join(missing)} (apt install {' '.join(missing)})",

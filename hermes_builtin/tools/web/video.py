@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
+from hermes_core.fileio import which
 
 TOOLSET = "vision"
 SECTION = "video_analyze"
@@ -147,12 +148,10 @@ def video_analyze(
 
 def video_available(system: Any) -> tuple[bool, str] | Unavailable:
     """Shown with ffmpeg and ffprobe installed, a vision model configured and the environment able to run."""
-    import shutil
-
     from ._vision import available
     from ._web_settings import SettingsError
 
-    missing = [tool for tool in ("ffmpeg", "ffprobe") if shutil.which(tool) is None]
+    missing = [tool for tool in ("ffmpeg", "ffprobe") if which(tool) is None]
     if missing:
         return Unavailable(
             f"needs {' and '.join(missing)} to sample frames (apt install ffmpeg)", fix="apt install ffmpeg"
