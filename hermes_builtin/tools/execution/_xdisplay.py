@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from hermes_core import ToolError, Unavailable
 from hermes_core.fileio import which
@@ -35,8 +35,7 @@ class DisplayProblem(ValueError):
         self.fix = fix
 
 
-@dataclass(frozen=True)
-class Display:
+class Display(NamedTuple):
     name: str  # ":99"
     socket: Path
     xauthority: Path | None

@@ -4,8 +4,7 @@ with asyncio and Playwright behind it, loads with the first browser call)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hermes_core.fileio import which
 
@@ -30,8 +29,7 @@ CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-st
 DIALOG_POLICIES = ("ask", "accept", "dismiss")  # [plugins.browser] dialogs: what a page's alert/confirm gets
 
 
-@dataclass(frozen=True)
-class BrowserSettings:
+class BrowserSettings(NamedTuple):
     """``[plugins.browser]``; ``allow_networks``/``resolve`` fall back to ``[plugins.web]``'s."""
 
     executable: str

@@ -18,8 +18,7 @@ detail = "auto"                          # low | high | auto
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hermes_core import ToolError, Unavailable
 
@@ -39,8 +38,7 @@ _MAGIC = (
 )
 
 
-@dataclass(frozen=True)
-class VisionSettings:
+class VisionSettings(NamedTuple):
     base_url: str
     model: str
     api_key: str | None = None

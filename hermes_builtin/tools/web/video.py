@@ -18,8 +18,7 @@ timeout = 120            # seconds for ffprobe and ffmpeg
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
 from hermes_core.fileio import which
@@ -49,8 +48,7 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
-class VideoSettings:
+class VideoSettings(NamedTuple):
     frames: int = 8
     max_frames: int = 24
     frame_width: int = 768
