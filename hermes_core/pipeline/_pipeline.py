@@ -33,7 +33,7 @@ from ..decisions import CallOutcome, RequireApproval, Status, ToolOutput
 from ..errors import ToolError
 from ..plugins._hooks import HookRunner, HookStop
 from ..registry import ToolEntry
-from ..schema import ToolArgumentError
+from ..schema._args_errors import ToolArgumentError
 from ._results import limit_result, neutralise_markup
 
 if TYPE_CHECKING:
