@@ -14,6 +14,7 @@ So the first page of a 100 MB log costs what a page costs, and a page deep into 
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import re
@@ -184,20 +185,46 @@ def _page(raw: BinaryIO, encoding: str, size: int, shown: str, offset: int, limi
     lines = text.split("\n")
     if text.endswith("\n"):
         lines.pop()
-    if max(map(len, lines), default=0) > MAX_LINE_CHARS:
-        entries = [_entry(n, t) for n, t in enumerate(lines, offset)]
-    else:
-        entries = [f"{n:6d}|{t}" for n, t in enumerate(lines, offset)]
-    if sum(map(len, entries)) + len(entries) > MAX_PAGE_CHARS:
-        entries = _fit(entries)
-    last = offset + len(entries) - 1
-    more = len(entries) < found or end < size
+    shown_lines = len(lines)
+    page = _numbered(lines, offset) if max(map(len, lines), default=0) <= MAX_LINE_CHARS else None
+    if page is None or len(page) >= MAX_PAGE_CHARS:  # long lines, or more than a page holds: line by line
+        entries = _fit([_entry(n, t) for n, t in enumerate(lines, offset)])
+        page, shown_lines = "\n".join(entries), len(entries)
+    last = offset + shown_lines - 1
+    more = shown_lines < found or end < size
     total: int | None = None if more else last
     rest = size - end
     if more and rest <= COUNT_LIMIT and (rest <= CHEAP_COUNT or rest <= 4 * end):
         raw.seek(end)  # counting costs about what was read already: the total is worth it
         total = offset - 1 + found + count_lines(raw)
-    return "\n".join(entries), _footer(shown, size, offset, last, total)
+    return page, _footer(shown, size, offset, last, total)
+
+
+_BLOCK = 2048  # line numbers per block of ready-made number columns
+
+
+@functools.lru_cache(maxsize=4)
+def _columns(block: int) -> list[str]:
+    """The number columns (``"\\n     7|"``) of the line numbers ``block * _BLOCK`` onwards, made once."""
+    start = block * _BLOCK
+    return [f"\n{n:6d}|" for n in range(start, start + _BLOCK)]
+
+
+def _numbered(lines: list[str], offset: int) -> str:
+    """``lines`` numbered from ``offset``, one per line (``_entry`` without truncation), in one join: the
+    number columns come ready-made, so no line is formatted on its own."""
+    if not lines:
+        return ""
+    columns: list[str] = []
+    end = offset + len(lines)
+    for block in range(offset // _BLOCK, (end - 1) // _BLOCK + 1):
+        columns += _columns(block)
+    first = offset // _BLOCK * _BLOCK
+    parts: list[str] = [""] * (2 * len(lines))
+    parts[::2] = columns[offset - first : end - first]
+    parts[1::2] = lines
+    parts[0] = parts[0][1:]  # no line end before the first line
+    return "".join(parts)
 
 
 def _page_bytes(raw: BinaryIO, limit: int) -> tuple[bytes | None, int, int]:
