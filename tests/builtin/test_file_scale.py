@@ -187,6 +187,35 @@ def test_line_numbers_are_right_on_every_page_wherever_it_starts(
     assert len(out) <= MAX_PAGE_CHARS + 200 and out.endswith(f"next page: offset={len(page) + 1}]")
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        "".join(f"line {i}\n" for i in range(1, 3001)),  # ASCII, "\n" only: the one-split path
+        "".join(f"line {i}\n" for i in range(1, 3001)) + "tail",
+        "".join(f"l\u00e9 {i}\r\n" for i in range(1, 3001)),
+        "".join(f"line {i}\r" for i in range(1, 3001)),
+        "a\x00b\n" * 50,
+        "\n\n\n",
+        "x" * 3000 + "\n" + "y\n" * 10,
+    ],
+)
+def test_a_page_of_content_read_already_is_the_page_of_the_open_file(tmp_path: Path, body: str) -> None:
+    """``read_file`` pages the bytes it read for the stale-write digest (files up to 1 MiB) instead of reading
+    the file again: the page, the footer and every refusal are those of the open file."""
+    from hermes_builtin.tools.files import _paging
+
+    path = tmp_path / "f.txt"
+    path.write_bytes(body.encode("utf-8"))
+    for offset, limit in ((1, 500), (1, 1), (2, 3), (499, 2), (2999, 5), (3000, 1), (3001, 1), (4000, 1)):
+        results = []
+        for source in (path.read_bytes(), path.open("rb")):
+            try:
+                results.append(_paging.read_page(source, path, "f.txt", offset, limit))
+            except _paging.PastTheEnd as end:
+                results.append(f"past the end: {end.total}")
+        assert results[0] == results[1], (offset, limit)
+
+
 def test_a_large_file_says_more_follow_without_counting(
     builtin_system: ToolSystem, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -124,19 +124,31 @@ def _human(size: int) -> str:
     return f"{size} bytes"
 
 
-def read_page(raw: BinaryIO, target: Path, shown: str, offset: int, limit: int) -> str:
-    """Lines ``offset`` to ``offset + limit - 1`` of the open file ``raw``, numbered, with a footer.
+def read_page(source: BinaryIO | bytes, target: Path, shown: str, offset: int, limit: int) -> str:
+    """Lines ``offset`` to ``offset + limit - 1`` of the open file ``source`` (or of the whole content of a file,
+    read already), numbered, with a footer.
 
     Raises ``PastTheEnd`` when ``offset`` lies beyond the last line, ``OSError`` when reading fails."""
-    from ._fsio import SNIFF_BYTES, detect_stream
+    from ._fsio import SNIFF_BYTES, Detected, detect_stream
 
-    size = os.fstat(raw.fileno()).st_size
+    if isinstance(source, bytes):
+        whole: bytes | None = source
+        raw: BinaryIO = io.BytesIO(source)
+        size = len(source)
+    else:
+        whole, raw = None, source
+        size = os.fstat(raw.fileno()).st_size
     if size == 0:
         return f"({shown} is empty)"
-    found = detect_stream(raw, size, target, check_bytes=SNIFF_BYTES)
+    if whole is not None and whole.isascii() and b"\x00" not in whole:
+        found = Detected(
+            "utf-8"
+        )  # what detect_stream decides for ASCII text (no BOM, no NUL), without a pass
+    else:
+        found = detect_stream(raw, size, target, check_bytes=SNIFF_BYTES)
     if found.encoding is None:
         return f"{shown} is a binary file ({found.kind}, {_human(size)}); it cannot be shown as text."
-    text = _page(raw, found.encoding, size, shown, offset, limit)
+    text = _page(raw, found.encoding, size, shown, offset, limit, whole)
     if found.encoding == "utf-8" and "\ufffd" in text[0] and size > SNIFF_BYTES:
         raw.seek(0)  # not UTF-8 after all, further on: decide on the whole file, as patch does
         found = detect_stream(raw, size, target)
@@ -166,25 +178,32 @@ def _fit(entries: list[str]) -> list[str]:
     return entries
 
 
-def _page(raw: BinaryIO, encoding: str, size: int, shown: str, offset: int, limit: int) -> tuple[str, str]:
-    """The numbered page and its footer."""
+def _page(
+    raw: BinaryIO, encoding: str, size: int, shown: str, offset: int, limit: int, whole: bytes | None = None
+) -> tuple[str, str]:
+    """The numbered page and its footer (``whole``: the file's content, when it was read already)."""
     bytewise = _BYTEWISE.get(encoding)
     if bytewise is None:
         return _decoded_page(raw, encoding, size, shown, offset, limit)
     raw.seek(3 if encoding == "utf-8-sig" else 0)
     start = skip_lines(raw, offset - 1)  # PastTheEnd propagates
-    data, found, end = _page_bytes(raw, limit)
-    if data is None:  # lines of megabytes: read them a piece at a time
-        raw.seek(start)
-        return _decoded_page(raw, bytewise, size, shown, offset, limit, skipped=True)
+    quick = _ascii_lines(whole, start, limit) if whole is not None else None
+    rest: str | None = None
+    if quick is not None:
+        lines, found, end, rest = quick
+    else:
+        data, found, end = _page_bytes(raw, limit)
+        if data is None:  # lines of megabytes: read them a piece at a time
+            raw.seek(start)
+            return _decoded_page(raw, bytewise, size, shown, offset, limit, skipped=True)
+        text = data.decode(bytewise, "replace")
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.split("\n")
+        if text.endswith("\n"):
+            lines.pop()
     if not found:
         raise PastTheEnd(offset - 1)
-    text = data.decode(bytewise, "replace")
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    lines = text.split("\n")
-    if text.endswith("\n"):
-        lines.pop()
     shown_lines = len(lines)
     page = _numbered(lines, offset) if max(map(len, lines), default=0) <= MAX_LINE_CHARS else None
     if page is None or len(page) >= MAX_PAGE_CHARS:  # long lines, or more than a page holds: line by line
@@ -193,11 +212,33 @@ def _page(raw: BinaryIO, encoding: str, size: int, shown: str, offset: int, limi
     last = offset + shown_lines - 1
     more = shown_lines < found or end < size
     total: int | None = None if more else last
-    rest = size - end
-    if more and rest <= COUNT_LIMIT and (rest <= CHEAP_COUNT or rest <= 4 * end):
-        raw.seek(end)  # counting costs about what was read already: the total is worth it
-        total = offset - 1 + found + count_lines(raw)
+    left = size - end
+    if more and left <= COUNT_LIMIT and (left <= CHEAP_COUNT or left <= 4 * end):
+        if rest is not None:  # the rest is in memory already: its line ends, and a last line without one
+            after = rest.count("\n") + (1 if rest and not rest.endswith("\n") else 0)
+        else:  # counting costs about what was read already: the total is worth it
+            raw.seek(end)
+            after = count_lines(raw)
+        total = offset - 1 + found + after
     return page, _footer(shown, size, offset, last, total)
+
+
+def _ascii_lines(whole: bytes, start: int, limit: int) -> tuple[list[str], int, int, str] | None:
+    """The common file read already, in one split: for ASCII text with only ``\\n`` line ends (where characters
+    are bytes), the next ``limit`` lines from byte ``start``, how many there are, the byte after them and the
+    text after them. None for any other content (the chunked path decides)."""
+    if not whole.isascii() or b"\r" in whole:
+        return None
+    tail = whole[start:].decode("ascii")
+    if not tail:
+        return [], 0, start, ""
+    parts = tail.split("\n", limit)
+    if len(parts) > limit:  # ``limit`` ended lines: the last part is what follows them
+        rest = parts.pop()
+        return parts, limit, len(whole) - len(rest), rest
+    if parts[-1] == "":  # the file ends with a line end
+        parts.pop()
+    return parts, len(parts), len(whole), ""
 
 
 _BLOCK = 2048  # line numbers per block of ready-made number columns
