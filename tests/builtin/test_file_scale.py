@@ -197,6 +197,7 @@ def test_line_numbers_are_right_on_every_page_wherever_it_starts(
         "a\x00b\n" * 50,
         "\n\n\n",
         "x" * 3000 + "\n" + "y\n" * 10,
+        "".join(f"{'w' * 90} {i}\n" for i in range(1, 3001)),  # 2,000 lines pass the first 64 KiB window
     ],
 )
 def test_a_page_of_content_read_already_is_the_page_of_the_open_file(tmp_path: Path, body: str) -> None:
@@ -206,7 +207,16 @@ def test_a_page_of_content_read_already_is_the_page_of_the_open_file(tmp_path: P
 
     path = tmp_path / "f.txt"
     path.write_bytes(body.encode("utf-8"))
-    for offset, limit in ((1, 500), (1, 1), (2, 3), (499, 2), (2999, 5), (3000, 1), (3001, 1), (4000, 1)):
+    for offset, limit in (
+        (1, 500),
+        (1, 2000),
+        (999, 2000),
+        (2, 3),
+        (2999, 5),
+        (3000, 1),
+        (3001, 1),
+        (4000, 1),
+    ):
         results = []
         for source in (path.read_bytes(), path.open("rb")):
             try:

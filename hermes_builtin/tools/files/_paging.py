@@ -140,10 +140,9 @@ def read_page(source: BinaryIO | bytes, target: Path, shown: str, offset: int, l
         size = os.fstat(raw.fileno()).st_size
     if size == 0:
         return f"({shown} is empty)"
-    if whole is not None and whole.isascii() and b"\x00" not in whole:
-        found = Detected(
-            "utf-8"
-        )  # what detect_stream decides for ASCII text (no BOM, no NUL), without a pass
+    head = whole[:SNIFF_BYTES] if whole is not None else b""
+    if head and head.isascii() and b"\x00" not in head:  # what detect_stream decides, without its pass
+        found = Detected("utf-8")
     else:
         found = detect_stream(raw, size, target, check_bytes=SNIFF_BYTES)
     if found.encoding is None:
@@ -188,9 +187,8 @@ def _page(
     raw.seek(3 if encoding == "utf-8-sig" else 0)
     start = skip_lines(raw, offset - 1)  # PastTheEnd propagates
     quick = _ascii_lines(whole, start, limit) if whole is not None else None
-    rest: str | None = None
     if quick is not None:
-        lines, found, end, rest = quick
+        lines, found, end = quick
     else:
         data, found, end = _page_bytes(raw, limit)
         if data is None:  # lines of megabytes: read them a piece at a time
@@ -212,33 +210,32 @@ def _page(
     last = offset + shown_lines - 1
     more = shown_lines < found or end < size
     total: int | None = None if more else last
-    left = size - end
-    if more and left <= COUNT_LIMIT and (left <= CHEAP_COUNT or left <= 4 * end):
-        if rest is not None:  # the rest is in memory already: its line ends, and a last line without one
-            after = rest.count("\n") + (1 if rest and not rest.endswith("\n") else 0)
-        else:  # counting costs about what was read already: the total is worth it
-            raw.seek(end)
-            after = count_lines(raw)
-        total = offset - 1 + found + after
+    rest = size - end
+    if more and rest <= COUNT_LIMIT and (rest <= CHEAP_COUNT or rest <= 4 * end):
+        raw.seek(end)  # counting costs about what was read already: the total is worth it
+        total = offset - 1 + found + count_lines(raw)
     return page, _footer(shown, size, offset, last, total)
 
 
-def _ascii_lines(whole: bytes, start: int, limit: int) -> tuple[list[str], int, int, str] | None:
-    """The common file read already, in one split: for ASCII text with only ``\\n`` line ends (where characters
-    are bytes), the next ``limit`` lines from byte ``start``, how many there are, the byte after them and the
-    text after them. None for any other content (the chunked path decides)."""
-    if not whole.isascii() or b"\r" in whole:
-        return None
-    tail = whole[start:].decode("ascii")
-    if not tail:
-        return [], 0, start, ""
-    parts = tail.split("\n", limit)
-    if len(parts) > limit:  # ``limit`` ended lines: the last part is what follows them
-        rest = parts.pop()
-        return parts, limit, len(whole) - len(rest), rest
-    if parts[-1] == "":  # the file ends with a line end
-        parts.pop()
-    return parts, len(parts), len(whole), ""
+def _ascii_lines(whole: bytes, start: int, limit: int) -> tuple[list[str], int, int] | None:
+    """The next ``limit`` lines from byte ``start`` of content read already, how many there are and the byte
+    after them, with one decode and one split of a window that holds them (64 KiB, then four times more) when
+    that window is ASCII text with only ``\\n`` line ends (characters are bytes there). None otherwise: the
+    chunked path decides."""
+    step = 1 << 16
+    while True:
+        window = whole[start : start + step]
+        if not window.isascii() or b"\r" in window:
+            return None
+        parts = window.decode("ascii").split("\n", limit)
+        if len(parts) > limit:  # ``limit`` ended lines: the last part is the rest of the window
+            rest = parts.pop()
+            return parts, limit, start + len(window) - len(rest)
+        if start + len(window) >= len(whole):  # the file ends within the page
+            if parts[-1] == "":  # ... with a line end (or it is empty from ``start``)
+                parts.pop()
+            return parts, len(parts), len(whole)
+        step *= 4
 
 
 _BLOCK = 2048  # line numbers per block of ready-made number columns
