@@ -165,6 +165,67 @@ def test_pages_match_universal_newlines_at_every_chunk_boundary(tmp_path: Path) 
     check()
 
 
+def test_line_numbers_are_right_on_every_page_wherever_it_starts(
+    builtin_system: ToolSystem, workspace: Path
+) -> None:
+    """The number column is made ahead in blocks of lines: pages across a block's edge, long pages, pages past
+    line 999,999 (a wider column) and a page cut at ``MAX_PAGE_CHARS`` number every line as it is."""
+    from hermes_builtin.tools.files.files import MAX_PAGE_CHARS
+
+    (workspace / "many.txt").write_text("".join(f"line {i}\n" for i in range(1, 5001)))
+    for offset, limit in ((1, 500), (2040, 20), (2047, 2), (4090, 2000), (4096, 1), (4999, 5)):
+        out = builtin_system.call("read_file", {"path": "many.txt", "offset": offset, "limit": limit})
+        last = min(offset + limit - 1, 5000)
+        assert out.splitlines()[:-1] == [f"{n:6d}|line {n}" for n in range(offset, last + 1)], offset
+    (workspace / "million.txt").write_text("x\n" * 1_000_002)
+    out = builtin_system.call("read_file", {"path": "million.txt", "offset": 999_998, "limit": 4})
+    assert out.splitlines()[:-1] == ["999998|x", "999999|x", "1000000|x", "1000001|x"]
+    (workspace / "wide.txt").write_text(("y" * 1_500 + "\n") * 200)
+    out = builtin_system.call("read_file", {"path": "wide.txt", "limit": 200})
+    page = out.splitlines()[:-1]
+    assert page == [f"{n:6d}|" + "y" * 1_500 for n in range(1, len(page) + 1)]
+    assert len(out) <= MAX_PAGE_CHARS + 200 and out.endswith(f"next page: offset={len(page) + 1}]")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "".join(f"line {i}\n" for i in range(1, 3001)),  # ASCII, "\n" only: the one-split path
+        "".join(f"line {i}\n" for i in range(1, 3001)) + "tail",
+        "".join(f"l\u00e9 {i}\r\n" for i in range(1, 3001)),
+        "".join(f"line {i}\r" for i in range(1, 3001)),
+        "a\x00b\n" * 50,
+        "\n\n\n",
+        "x" * 3000 + "\n" + "y\n" * 10,
+        "".join(f"{'w' * 90} {i}\n" for i in range(1, 3001)),  # 2,000 lines pass the first 64 KiB window
+    ],
+)
+def test_a_page_of_content_read_already_is_the_page_of_the_open_file(tmp_path: Path, body: str) -> None:
+    """``read_file`` pages the bytes it read for the stale-write digest (files up to 1 MiB) instead of reading
+    the file again: the page, the footer and every refusal are those of the open file."""
+    from hermes_builtin.tools.files import _paging
+
+    path = tmp_path / "f.txt"
+    path.write_bytes(body.encode("utf-8"))
+    for offset, limit in (
+        (1, 500),
+        (1, 2000),
+        (999, 2000),
+        (2, 3),
+        (2999, 5),
+        (3000, 1),
+        (3001, 1),
+        (4000, 1),
+    ):
+        results = []
+        for source in (path.read_bytes(), path.open("rb")):
+            try:
+                results.append(_paging.read_page(source, path, "f.txt", offset, limit))
+            except _paging.PastTheEnd as end:
+                results.append(f"past the end: {end.total}")
+        assert results[0] == results[1], (offset, limit)
+
+
 def test_a_large_file_says_more_follow_without_counting(
     builtin_system: ToolSystem, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

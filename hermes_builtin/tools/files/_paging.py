@@ -14,6 +14,7 @@ So the first page of a 100 MB log costs what a page costs, and a page deep into 
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import re
@@ -123,19 +124,30 @@ def _human(size: int) -> str:
     return f"{size} bytes"
 
 
-def read_page(raw: BinaryIO, target: Path, shown: str, offset: int, limit: int) -> str:
-    """Lines ``offset`` to ``offset + limit - 1`` of the open file ``raw``, numbered, with a footer.
+def read_page(source: BinaryIO | bytes, target: Path, shown: str, offset: int, limit: int) -> str:
+    """Lines ``offset`` to ``offset + limit - 1`` of the open file ``source`` (or of the whole content of a file,
+    read already), numbered, with a footer.
 
     Raises ``PastTheEnd`` when ``offset`` lies beyond the last line, ``OSError`` when reading fails."""
-    from ._fsio import SNIFF_BYTES, detect_stream
+    from ._fsio import SNIFF_BYTES, Detected, detect_stream
 
-    size = os.fstat(raw.fileno()).st_size
+    if isinstance(source, bytes):
+        whole: bytes | None = source
+        raw: BinaryIO = io.BytesIO(source)
+        size = len(source)
+    else:
+        whole, raw = None, source
+        size = os.fstat(raw.fileno()).st_size
     if size == 0:
         return f"({shown} is empty)"
-    found = detect_stream(raw, size, target, check_bytes=SNIFF_BYTES)
+    head = whole[:SNIFF_BYTES] if whole is not None else b""
+    if head and head.isascii() and b"\x00" not in head:  # what detect_stream decides, without its pass
+        found = Detected("utf-8")
+    else:
+        found = detect_stream(raw, size, target, check_bytes=SNIFF_BYTES)
     if found.encoding is None:
         return f"{shown} is a binary file ({found.kind}, {_human(size)}); it cannot be shown as text."
-    text = _page(raw, found.encoding, size, shown, offset, limit)
+    text = _page(raw, found.encoding, size, shown, offset, limit, whole)
     if found.encoding == "utf-8" and "\ufffd" in text[0] and size > SNIFF_BYTES:
         raw.seek(0)  # not UTF-8 after all, further on: decide on the whole file, as patch does
         found = detect_stream(raw, size, target)
@@ -165,39 +177,92 @@ def _fit(entries: list[str]) -> list[str]:
     return entries
 
 
-def _page(raw: BinaryIO, encoding: str, size: int, shown: str, offset: int, limit: int) -> tuple[str, str]:
-    """The numbered page and its footer."""
+def _page(
+    raw: BinaryIO, encoding: str, size: int, shown: str, offset: int, limit: int, whole: bytes | None = None
+) -> tuple[str, str]:
+    """The numbered page and its footer (``whole``: the file's content, when it was read already)."""
     bytewise = _BYTEWISE.get(encoding)
     if bytewise is None:
         return _decoded_page(raw, encoding, size, shown, offset, limit)
     raw.seek(3 if encoding == "utf-8-sig" else 0)
     start = skip_lines(raw, offset - 1)  # PastTheEnd propagates
-    data, found, end = _page_bytes(raw, limit)
-    if data is None:  # lines of megabytes: read them a piece at a time
-        raw.seek(start)
-        return _decoded_page(raw, bytewise, size, shown, offset, limit, skipped=True)
+    quick = _ascii_lines(whole, start, limit) if whole is not None else None
+    if quick is not None:
+        lines, found, end = quick
+    else:
+        data, found, end = _page_bytes(raw, limit)
+        if data is None:  # lines of megabytes: read them a piece at a time
+            raw.seek(start)
+            return _decoded_page(raw, bytewise, size, shown, offset, limit, skipped=True)
+        text = data.decode(bytewise, "replace")
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.split("\n")
+        if text.endswith("\n"):
+            lines.pop()
     if not found:
         raise PastTheEnd(offset - 1)
-    text = data.decode(bytewise, "replace")
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    lines = text.split("\n")
-    if text.endswith("\n"):
-        lines.pop()
-    if max(map(len, lines), default=0) > MAX_LINE_CHARS:
-        entries = [_entry(n, t) for n, t in enumerate(lines, offset)]
-    else:
-        entries = [f"{n:6d}|{t}" for n, t in enumerate(lines, offset)]
-    if sum(map(len, entries)) + len(entries) > MAX_PAGE_CHARS:
-        entries = _fit(entries)
-    last = offset + len(entries) - 1
-    more = len(entries) < found or end < size
+    shown_lines = len(lines)
+    page = _numbered(lines, offset) if max(map(len, lines), default=0) <= MAX_LINE_CHARS else None
+    if page is None or len(page) >= MAX_PAGE_CHARS:  # long lines, or more than a page holds: line by line
+        entries = _fit([_entry(n, t) for n, t in enumerate(lines, offset)])
+        page, shown_lines = "\n".join(entries), len(entries)
+    last = offset + shown_lines - 1
+    more = shown_lines < found or end < size
     total: int | None = None if more else last
     rest = size - end
     if more and rest <= COUNT_LIMIT and (rest <= CHEAP_COUNT or rest <= 4 * end):
         raw.seek(end)  # counting costs about what was read already: the total is worth it
         total = offset - 1 + found + count_lines(raw)
-    return "\n".join(entries), _footer(shown, size, offset, last, total)
+    return page, _footer(shown, size, offset, last, total)
+
+
+def _ascii_lines(whole: bytes, start: int, limit: int) -> tuple[list[str], int, int] | None:
+    """The next ``limit`` lines from byte ``start`` of content read already, how many there are and the byte
+    after them, with one decode and one split of a window that holds them (64 KiB, then four times more) when
+    that window is ASCII text with only ``\\n`` line ends (characters are bytes there). None otherwise: the
+    chunked path decides."""
+    step = 1 << 16
+    while True:
+        window = whole[start : start + step]
+        if not window.isascii() or b"\r" in window:
+            return None
+        parts = window.decode("ascii").split("\n", limit)
+        if len(parts) > limit:  # ``limit`` ended lines: the last part is the rest of the window
+            rest = parts.pop()
+            return parts, limit, start + len(window) - len(rest)
+        if start + len(window) >= len(whole):  # the file ends within the page
+            if parts[-1] == "":  # ... with a line end (or it is empty from ``start``)
+                parts.pop()
+            return parts, len(parts), len(whole)
+        step *= 4
+
+
+_BLOCK = 2048  # line numbers per block of ready-made number columns
+
+
+@functools.lru_cache(maxsize=4)
+def _columns(block: int) -> list[str]:
+    """The number columns (``"\\n     7|"``) of the line numbers ``block * _BLOCK`` onwards, made once."""
+    start = block * _BLOCK
+    return [f"\n{n:6d}|" for n in range(start, start + _BLOCK)]
+
+
+def _numbered(lines: list[str], offset: int) -> str:
+    """``lines`` numbered from ``offset``, one per line (``_entry`` without truncation), in one join: the
+    number columns come ready-made, so no line is formatted on its own."""
+    if not lines:
+        return ""
+    columns: list[str] = []
+    end = offset + len(lines)
+    for block in range(offset // _BLOCK, (end - 1) // _BLOCK + 1):
+        columns += _columns(block)
+    first = offset // _BLOCK * _BLOCK
+    parts: list[str] = [""] * (2 * len(lines))
+    parts[::2] = columns[offset - first : end - first]
+    parts[1::2] = lines
+    parts[0] = parts[0][1:]  # no line end before the first line
+    return "".join(parts)
 
 
 def _page_bytes(raw: BinaryIO, limit: int) -> tuple[bytes | None, int, int]:

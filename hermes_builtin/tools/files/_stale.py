@@ -81,15 +81,20 @@ def _read_small(fd: int, size: int) -> bytes | None:
         return None
 
 
-def remember_fd(context: CallContext, path: Path, fd: int) -> None:
-    """Record the version of the open file ``fd`` (the one just read) as what this session saw of ``path``."""
+def remember_fd(context: CallContext, path: Path, fd: int) -> bytes | None:
+    """Record the version of the open file ``fd`` (the one being read) as what this session saw of ``path``.
+
+    Returns the whole content when it was read for the digest and is exactly the ``st_size`` bytes the file had
+    (so the caller can show the very bytes that were recorded instead of reading the file again), else None."""
     seen = _seen(context)
     if seen is None:
-        return
+        return None
     st = os.fstat(fd)
-    version = _version(st, _read_small(fd, st.st_size))
+    content = _read_small(fd, st.st_size)
+    version = _version(st, content)
     with seen.lock:
         seen.versions[str(path)] = version
+    return content if content is not None and len(content) == st.st_size else None
 
 
 def remember(context: CallContext, path: Path, content: bytes | None) -> None:

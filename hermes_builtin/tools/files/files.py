@@ -199,19 +199,20 @@ def read_file(path: str, offset: int = 1, limit: int = DEFAULT_LIMIT, *, context
     limit = max(1, min(int(limit), MAX_LIMIT))
     with _open_checked(where) as raw:  # the checked file itself, whatever happens to the path now
         seen = where.host
-        if seen is not None:
-            _stale.remember_fd(context, seen, raw.fileno())
+        content = _stale.remember_fd(context, seen, raw.fileno()) if seen is not None else None
         kind = document_kind(target)
         if kind is not None:
             return read_document(context, kind, raw, target, shown, offset, limit)
+        if content is not None:  # read whole for the stale-write digest: page those bytes, not a second read
+            return _read_page(content, target, shown, offset, limit)
         return _read_page(raw, target, shown, offset, limit)
 
 
-def _read_page(raw: BinaryIO, target: Path, shown: str, offset: int, limit: int) -> str:
+def _read_page(source: BinaryIO | bytes, target: Path, shown: str, offset: int, limit: int) -> str:
     from ._paging import PastTheEnd, read_page
 
     try:
-        return read_page(raw, target, shown, offset, limit)
+        return read_page(source, target, shown, offset, limit)
     except PastTheEnd as end:
         raise ToolError(f"offset {offset} is past the end of {shown} ({end.total} lines)") from None
     except OSError as exc:
