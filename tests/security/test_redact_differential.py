@@ -79,7 +79,9 @@ def test_source_pages_redact_as_before(path: Path) -> None:
     _same(_numbered(text))
 
 
-@pytest.mark.parametrize("path", sorted((Path(__file__).parent / "corpus").glob("*.txt")), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", sorted((Path(__file__).parent / "corpus").glob("*.txt")), ids=lambda p: p.name
+)
 def test_corpus_redacts_as_before(path: Path) -> None:
     text = path.read_text("utf-8")
     _same(text)
