@@ -23,7 +23,9 @@ and ``find``; the windows are joined and each rule runs once over them, or over 
 most of it), and only when a character each rule needs is in the text (one memchr); every other detector is a
 regular expression led by a literal (its search is the literal's), over the text or over one lower-cased ASCII
 copy of it (so keyword searches stay case-insensitive without a case-insensitive regex; and a byte per
-character is searched faster than a text holding a character beyond Latin-1, two bytes per character); key lines
+character is searched faster than a text holding a character beyond Latin-1, two bytes per character). Whether
+each keyword is there, and where, is found for all of them in one pass (``_Triggers``), so a pass whose words
+are absent skips the text and an assignment's pattern is tried only where its keyword stands; key lines
 are found from the end of each line in the reversed bytes. Patterns compile on first use. All are linear (bounded repeats,
 no nested quantifiers). Found secrets are collected as spans and the output is built once.
 ``benchmarks/bench_redact.py`` measures it: 20-37 ms per MB of prose, code and random letters (CPU time).
@@ -278,6 +280,20 @@ _KEYWORD_RULES: tuple[tuple[bytes, _Lazy[bytes], bool], ...] = (
 
 # a character each keyword rule needs besides its word (one memchr spares the search for the word)
 _KEYWORD_GATES = (b"", b"", b"", b"-", b"-", b"-", b"-", b"-", b"'", b"'", b"=")
+# ... and words one of which every match holds (its keyword, or what must follow it): see ``_Triggers``
+_KEYWORD_NEEDS: tuple[tuple[bytes, ...], ...] = (
+    (b"bearer",),
+    (b"basic",),
+    (b"authorization",),
+    (b"-u ", b"-u\t", b"--user"),
+    (b"-pass", b"-token", b"-api-key", b"-apikey", b"-secret"),
+    (b"sshpass",),
+    (b"mysql",),
+    (b"mariadb",),
+    (b"identified",),
+    (b"password '",),
+    (b"sig=", b"signature="),
+)
 # Names whose value is a secret: the name, lower-cased with "_", "-" and "." removed, ends with one of these.
 _SECRET_SUFFIXES = (
     "password", "passwd", "passphrase", "secret", "token", "credential", "credentials", "authorization",
@@ -427,13 +443,23 @@ def _config_style(text: str, start: int, name_quote: str, value_end: int, tight:
     return not rest or rest.startswith(("#", ";", "&&", "\\"))
 
 
-def _assignments(text: str, low: bytes, spans: list[Span]) -> None:
+def _assignments(text: str, low: bytes, spans: list[Span], present: _Triggers) -> None:
     """Values assigned to secret-looking names (see ``_secret_name``) that are literals, not code."""
     seen: set[int] = set()
     for keyword, assigned in _ASSIGNED:
-        if keyword not in low:  # (a plain search is faster than the pattern's own when it finds none)
+        if keyword not in present:  # (a plain search is faster than the pattern's own when it finds none)
             continue
-        for after in assigned.get().finditer(low):
+        # the pattern tried at each place of its keyword finds what its search finds (a match that starts
+        # inside another's name ends where that one does, and ``seen`` drops it)
+        places = present.where(keyword)
+        pattern = assigned.get()
+        if places is None:
+            matches: Iterable[re.Match[bytes] | None] = pattern.finditer(low)
+        else:
+            matches = (pattern.match(low, at) for at in places)
+        for after in matches:
+            if after is None:
+                continue
             end = after.start("cq")
             if end in seen:
                 continue
@@ -531,9 +557,9 @@ _XML_NAMED = tuple(  # key="..." and name="...", each led by its literal (an alt
 _XML_VALUE = _Lazy(rb"[ \t]+value[ \t]*=[ \t]*([\"'])([^\"'<>\n]{0,2000})\1")
 
 
-def _xml(text: str, low: bytes, spans: list[Span]) -> None:
+def _xml(text: str, low: bytes, spans: list[Span], present: _Triggers) -> None:
     """Secrets in XML (and HTML) elements and name/value attribute pairs whose name says secret."""
-    if b"</" in low:
+    if _has(low, b"</", 0):
         for m in _XML_ELEMENT.get().finditer(low):
             name = text[m.start(1) : m.end(1)].rpartition(":")[2]
             if not _secret_name(name):
@@ -544,7 +570,7 @@ def _xml(text: str, low: bytes, spans: list[Span]) -> None:
             value = text[m.start(3) : m.end(3)]
             if name and _secret_name(name) and _literal_secret(value) and not _names_itself(name, value):
                 spans.append(m.span(3))
-    if b"value" in low:
+    if b"value" in present:
         for named in itertools.chain.from_iterable(rule.get().finditer(low) for rule in _XML_NAMED):
             found = _XML_VALUE.get().match(low, named.end())
             if found is None:
@@ -692,6 +718,99 @@ def _env_secrets() -> tuple[str, ...]:
     return _env_forms
 
 
+# -- which trigger words a text holds ---------------------------------------------------------------------------
+# The words the passes below ask the lower-cased text for before they run (``word in low``), and the keywords
+# whose places ``_assignments`` tries its pattern at. Each such search is a pass over the text (20-30 us per
+# 38 KB page, ~30 of them per text), so all are found in one pass of an Aho-Corasick automaton (ahocorasick-rs,
+# SIMD-accelerated: ~25 us per page) when it is installed. Words of three characters at least: a shorter one
+# makes the automaton's SIMD prefilter stop at many more places.
+_TRIGGERS: tuple[bytes, ...] = tuple(
+    sorted(
+        {word for needs in _KEYWORD_NEEDS for word in needs}
+        | {keyword for keyword, _ in _ASSIGNED}
+        | {b"password", b"machine", b"default", b"value", b"://", b"-----begin", b"kia", b"sia"},
+        key=lambda word: (-len(word), word),  # longest first: at one place the longest is reported
+    )
+)
+
+
+def _offsets(found: bytes, word: bytes) -> tuple[int, ...]:
+    """Where inside an occurrence of ``found`` an occurrence of ``word`` can start (so that a search that
+    reports matches that do not overlap passes over it)."""
+    if found == word:
+        return ()
+    return tuple(k for k in range(len(found)) if found[k : k + len(word)] == word[: len(found) - k])
+
+
+# per trigger: the triggers whose reported match may hide it, with the offsets at which it may start there
+_HIDERS = {
+    word: tuple((found, at) for found in _TRIGGERS if (at := _offsets(found, word))) for word in _TRIGGERS
+}
+_automaton: Any = None  # ahocorasick_rs.BytesAhoCorasick over _TRIGGERS, False when not installed
+
+
+def _reported(low: bytes) -> dict[bytes, list[int]] | None:
+    """Where the triggers stand in ``low`` as one pass reports them: leftmost first, never overlapping (see
+    ``_Triggers``); None without ahocorasick-rs."""
+    global _automaton
+    if _automaton is None:
+        try:
+            import ahocorasick_rs
+        except ImportError:
+            _automaton = False
+        else:
+            _automaton = ahocorasick_rs.BytesAhoCorasick(
+                list(_TRIGGERS), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST
+            )
+    if _automaton is False:
+        return None
+    found: dict[bytes, list[int]] = {}
+    for i, start, _ in _automaton.find_matches_as_indexes(low):
+        found.setdefault(_TRIGGERS[i], []).append(start)
+    return found
+
+
+class _Triggers:
+    """The triggers of a lower-cased text: ``word in triggers`` is exactly ``word in low`` and ``where(word)``
+    every place of ``word``, both answered from one pass for all of them.
+
+    That pass reports the leftmost match and goes on after its end, so an occurrence it passed over starts
+    inside a reported match (of another trigger that agrees with it where they overlap, see ``_HIDERS``):
+    those few places are checked one by one."""
+
+    __slots__ = ("_low", "_reported")
+
+    def __init__(self, low: bytes) -> None:
+        self._low = low
+        self._reported = _reported(low)
+
+    def __contains__(self, word: bytes) -> bool:
+        reported = self._reported
+        if reported is None or word not in _HIDERS:
+            return word in self._low
+        if word in reported:
+            return True
+        low = self._low
+        for hider, offsets in _HIDERS[word]:
+            for at in reported.get(hider, ()):
+                for k in offsets:
+                    if low.startswith(word, at + k):
+                        return True
+        return False
+
+    def where(self, word: bytes) -> list[int] | None:
+        """Every place of ``word`` (a trigger) in ascending order; None without the one pass."""
+        reported = self._reported
+        if reported is None:
+            return None
+        places = list(reported.get(word, ()))
+        low = self._low
+        for hider, offsets in _HIDERS[word]:
+            for at in reported.get(hider, ()):
+                places.extend(at + k for k in offsets if low.startswith(word, at + k))
+        return sorted(set(places))
+
+
 # -- the whole ------------------------------------------------------------------------------------------------
 
 
@@ -827,6 +946,7 @@ def _collect(text: str, raw: bytes, regions: list[Span] | None = None) -> list[S
     text with one character beyond Latin-1 holds two bytes per character, and each search of it costs
     more (20-200% in a profile of this project's code)."""
     low = raw.lower()  # lower-cased, one byte per character (others are "?"), offsets aligned
+    present = _Triggers(low)
     spans: list[Span] = []
     for form in _env_secrets():
         if form.isascii() and "?" not in form:  # found at the same places in the bytes, for less
@@ -837,30 +957,36 @@ def _collect(text: str, raw: bytes, regions: list[Span] | None = None) -> list[S
         _tokens(text, _EVERYWHERE, spans)
     runs = _token_windows(text, low, spans, [] if regions is None else regions)
     # an AWS key id is a run of 20 token characters: it stands in the windows, if anywhere
-    if (b"KIA" in raw or b"SIA" in raw) if runs is text else ("KIA" in runs or "SIA" in runs):
+    if (
+        ((b"kia" in present and b"KIA" in raw) or (b"sia" in present and b"SIA" in raw))
+        if runs is text
+        else ("KIA" in runs or "SIA" in runs)
+    ):
         for m in _AWS_ID.get().finditer(text):
             near = _AWS_SECRET_NEAR.get().search(text, m.end(), m.end() + 200)
             if near is not None and _random(near.group()):
                 spans.append(near.span())
     public: list[Span] = []
-    if b"-----BEGIN" in raw:
+    if b"-----begin" in present and b"-----BEGIN" in raw:
         _pem_blocks(text, spans)
         public = _public_blocks(text)
     before = len(spans)
     _key_lines(text, low, spans)
     if public:
         spans[before:] = [s for s in spans[before:] if not any(a <= s[0] < b for a, b in public)]
-    if b"://" in raw:
+    if b"://" in present:
         urls = _URL_PASSWORD.get().finditer(text)
         _add(spans, (m for m in urls if not _PORT_THEN_FRAGMENT.get().match(text, m.start(1))), text, False)
-    for (word, keyword_rule, credential), gate in zip(_KEYWORD_RULES, _KEYWORD_GATES, strict=True):
-        if gate in low and word in low:  # a plain search costs less than the pattern's when it finds none
+    for (_, keyword_rule, credential), gate, needs in zip(
+        _KEYWORD_RULES, _KEYWORD_GATES, _KEYWORD_NEEDS, strict=True
+    ):
+        if gate in low and any(word in present for word in needs):  # (the pattern's own search costs more)
             _add(spans, keyword_rule.get().finditer(low), text, credential)
-    _assignments(text, low, spans)
-    if b"password" in low and (b"machine" in low or b"default" in low):
+    _assignments(text, low, spans, present)
+    if b"password" in present and (b"machine" in present or b"default" in present):
         _netrc(text, low, spans)
     if b"<" in low:
-        _xml(text, low, spans)
+        _xml(text, low, spans, present)
     return spans
 
 
