@@ -294,6 +294,10 @@ _KEYWORD_NEEDS: tuple[tuple[bytes, ...], ...] = (
     (b"password '",),
     (b"sig=", b"signature="),
 )
+# ... and the word every match starts with, where there is one (the pattern is tried only where it stands)
+_KEYWORD_STARTS = (
+    b"bearer", b"basic", b"authorization", b"", b"", b"sshpass", b"mysql", b"mariadb", b"identified", b"password", b"",
+)  # fmt: skip
 # Names whose value is a secret: the name, lower-cased with "_", "-" and "." removed, ends with one of these.
 _SECRET_SUFFIXES = (
     "password", "passwd", "passphrase", "secret", "token", "credential", "credentials", "authorization",
@@ -449,17 +453,7 @@ def _assignments(text: str, low: bytes, spans: list[Span], present: _Triggers) -
     for keyword, assigned in _ASSIGNED:
         if keyword not in present:  # (a plain search is faster than the pattern's own when it finds none)
             continue
-        # the pattern tried at each place of its keyword finds what its search finds (a match that starts
-        # inside another's name ends where that one does, and ``seen`` drops it)
-        places = present.where(keyword)
-        pattern = assigned.get()
-        if places is None:
-            matches: Iterable[re.Match[bytes] | None] = pattern.finditer(low)
-        else:
-            matches = (pattern.match(low, at) for at in places)
-        for after in matches:
-            if after is None:
-                continue
+        for after in _matches(assigned.get(), low, present.where(keyword)):
             end = after.start("cq")
             if end in seen:
                 continue
@@ -571,7 +565,8 @@ def _xml(text: str, low: bytes, spans: list[Span], present: _Triggers) -> None:
             if name and _secret_name(name) and _literal_secret(value) and not _names_itself(name, value):
                 spans.append(m.span(3))
     if b"value" in present:
-        for named in itertools.chain.from_iterable(rule.get().finditer(low) for rule in _XML_NAMED):
+        key, name = (rule.get() for rule in _XML_NAMED)
+        for named in itertools.chain(_matches(key, low, present.where(b"key")), name.finditer(low)):
             found = _XML_VALUE.get().match(low, named.end())
             if found is None:
                 continue
@@ -724,13 +719,11 @@ def _env_secrets() -> tuple[str, ...]:
 # 38 KB page, ~30 of them per text), so all are found in one pass of an Aho-Corasick automaton (ahocorasick-rs,
 # SIMD-accelerated: ~25 us per page) when it is installed. Words of three characters at least: a shorter one
 # makes the automaton's SIMD prefilter stop at many more places.
-_TRIGGERS: tuple[bytes, ...] = tuple(
-    sorted(
-        {word for needs in _KEYWORD_NEEDS for word in needs}
-        | {keyword for keyword, _ in _ASSIGNED}
-        | {b"password", b"machine", b"default", b"value", b"://", b"-----begin", b"kia", b"sia"},
-        key=lambda word: (-len(word), word),  # longest first: at one place the longest is reported
-    )
+_TRIGGERS: frozenset[bytes] = (
+    {word for needs in _KEYWORD_NEEDS for word in needs}
+    | {keyword for keyword, _ in _ASSIGNED}
+    | {word for word in _KEYWORD_STARTS if word}
+    | {b"password", b"machine", b"default", b"value", b"://", b"-----begin", b"kia", b"sia"}
 )
 
 
@@ -742,72 +735,103 @@ def _offsets(found: bytes, word: bytes) -> tuple[int, ...]:
     return tuple(k for k in range(len(found)) if found[k : k + len(word)] == word[: len(found) - k])
 
 
-# per trigger: the triggers whose reported match may hide it, with the offsets at which it may start there
-_HIDERS = {
-    word: tuple((found, at) for found in _TRIGGERS if (at := _offsets(found, word))) for word in _TRIGGERS
-}
-_automaton: Any = None  # ahocorasick_rs.BytesAhoCorasick over _TRIGGERS, False when not installed
+_ahocorasick: Any = None  # the ahocorasick_rs module; False when it is not installed (or switched off)
 
 
-def _reported(low: bytes) -> dict[bytes, list[int]] | None:
-    """Where the triggers stand in ``low`` as one pass reports them: leftmost first, never overlapping (see
-    ``_Triggers``); None without ahocorasick-rs."""
-    global _automaton
-    if _automaton is None:
-        try:
-            import ahocorasick_rs
-        except ImportError:
-            _automaton = False
-        else:
-            _automaton = ahocorasick_rs.BytesAhoCorasick(
-                list(_TRIGGERS), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST
+class _Words:
+    """Words found in one pass over bytes (an Aho-Corasick automaton, built on first use), and per word the
+    words whose reported match may hide it, with the offsets at which it may start there (see ``_Triggers``)."""
+
+    __slots__ = ("_automaton", "hiders", "words")
+
+    def __init__(self, words: Iterable[bytes]) -> None:
+        # longest first: of the words that match at one place, the longest is reported
+        self.words = tuple(sorted(set(words), key=lambda word: (-len(word), word)))
+        self.hiders = {
+            word: tuple((found, at) for found in self.words if (at := _offsets(found, word)))
+            for word in self.words
+        }
+        self._automaton: Any = None
+
+    def reported(self, data: bytes) -> dict[bytes, list[int]] | None:
+        """Where the words stand in ``data`` as one pass reports them: leftmost first, never overlapping;
+        None without ahocorasick-rs."""
+        global _ahocorasick
+        if _ahocorasick is None:
+            try:
+                import ahocorasick_rs
+            except ImportError:
+                _ahocorasick = False
+            else:
+                _ahocorasick = ahocorasick_rs
+        if _ahocorasick is False:
+            return None
+        if self._automaton is None:
+            self._automaton = _ahocorasick.BytesAhoCorasick(
+                list(self.words), matchkind=_ahocorasick.MATCHKIND_LEFTMOST_FIRST
             )
-    if _automaton is False:
-        return None
-    found: dict[bytes, list[int]] = {}
-    for i, start, _ in _automaton.find_matches_as_indexes(low):
-        found.setdefault(_TRIGGERS[i], []).append(start)
-    return found
+        found: dict[bytes, list[int]] = {}
+        words = self.words
+        for i, start, _ in self._automaton.find_matches_as_indexes(data):
+            found.setdefault(words[i], []).append(start)
+        return found
+
+
+_TRIGGER_WORDS = _Words(_TRIGGERS)
+
+
+def _matches(pattern: re.Pattern[bytes], data: bytes, places: list[int] | None) -> Iterable[re.Match[bytes]]:
+    """``pattern.finditer(data)`` for a pattern whose every match starts with a word found at ``places`` (every
+    place of it, ascending; None: not known): tried only there, each search going on after the last match."""
+    if places is None:
+        yield from pattern.finditer(data)
+        return
+    end = 0
+    for at in places:
+        if at >= end and (m := pattern.match(data, at)) is not None:
+            yield m
+            end = m.end()
 
 
 class _Triggers:
-    """The triggers of a lower-cased text: ``word in triggers`` is exactly ``word in low`` and ``where(word)``
-    every place of ``word``, both answered from one pass for all of them.
+    """The words of a ``_Words`` in bytes: ``word in triggers`` is exactly ``word in data`` and
+    ``where(word)`` every place of ``word``, both answered from one pass for all of them.
 
     That pass reports the leftmost match and goes on after its end, so an occurrence it passed over starts
-    inside a reported match (of another trigger that agrees with it where they overlap, see ``_HIDERS``):
-    those few places are checked one by one."""
+    inside a reported match (of another word that agrees with it where they overlap, see ``_Words``):
+    those few places are checked one by one. A word not in the set is searched for on its own."""
 
-    __slots__ = ("_low", "_reported")
+    __slots__ = ("_data", "_hiders", "_reported")
 
-    def __init__(self, low: bytes) -> None:
-        self._low = low
-        self._reported = _reported(low)
+    def __init__(self, data: bytes, words: _Words = _TRIGGER_WORDS) -> None:
+        self._data = data
+        self._hiders = words.hiders
+        self._reported = words.reported(data)
 
     def __contains__(self, word: bytes) -> bool:
         reported = self._reported
-        if reported is None or word not in _HIDERS:
-            return word in self._low
+        if reported is None or word not in self._hiders:
+            return word in self._data
         if word in reported:
             return True
-        low = self._low
-        for hider, offsets in _HIDERS[word]:
+        data = self._data
+        for hider, offsets in self._hiders[word]:
             for at in reported.get(hider, ()):
                 for k in offsets:
-                    if low.startswith(word, at + k):
+                    if data.startswith(word, at + k):
                         return True
         return False
 
     def where(self, word: bytes) -> list[int] | None:
-        """Every place of ``word`` (a trigger) in ascending order; None without the one pass."""
+        """Every place of ``word`` (one of the set) in ascending order; None without the one pass."""
         reported = self._reported
         if reported is None:
             return None
         places = list(reported.get(word, ()))
-        low = self._low
-        for hider, offsets in _HIDERS[word]:
+        data = self._data
+        for hider, offsets in self._hiders[word]:
             for at in reported.get(hider, ()):
-                places.extend(at + k for k in offsets if low.startswith(word, at + k))
+                places.extend(at + k for k in offsets if data.startswith(word, at + k))
         return sorted(set(places))
 
 
@@ -839,11 +863,19 @@ _NEEDS = {"gh": "_", "gl": "-", "xox": "-", "hook": "/", "eyJ": ".", "SharedAcce
 _GATES = {id(rule): frozenset(_NEEDS.get(lit, _rare(lit)) for lit in rule[0]) for rule in _TOKENS}
 
 
+# The token rules' literals of three characters or more, found in one pass over the bytes of the text the
+# rules run over (the shorter ones, a few, are searched for on their own)
+_LITERALS = {id(rule): tuple(lit.encode("ascii") for lit in rule[0]) for rule in _TOKENS}
+_TOKEN_WORDS = _Words(lit for literals in _LITERALS.values() for lit in literals if len(lit) >= 3)
+
+
 def _tokens(text: str, rules: Iterable[_TokenRule], spans: list[Span], start: int = 0, end: int = -1) -> None:
     end = len(text) if end < 0 else end
     present: dict[str, bool] = {"": True}
+    # (``text`` and its ASCII bytes hold an ASCII literal at the same places)
+    words = _Triggers(text[start:end].encode("ascii", "replace"), _TOKEN_WORDS)
     for rule in rules:
-        literals, pattern, group, check = rule
+        _, pattern, group, check = rule
         for gate in _GATES[id(rule)]:  # a single-character search runs at memchr speed, a literal's does not
             seen = present.get(gate)
             if seen is None:
@@ -852,7 +884,7 @@ def _tokens(text: str, rules: Iterable[_TokenRule], spans: list[Span], start: in
                 break
         else:
             continue
-        if any(text.find(literal, start, end) >= 0 for literal in literals):
+        if any(literal in words for literal in _LITERALS[id(rule)]):
             for m in pattern.get().finditer(text, start, end):
                 if check is None or check(m.group(group)):
                     spans.append(m.span(group))
@@ -977,11 +1009,12 @@ def _collect(text: str, raw: bytes, regions: list[Span] | None = None) -> list[S
     if b"://" in present:
         urls = _URL_PASSWORD.get().finditer(text)
         _add(spans, (m for m in urls if not _PORT_THEN_FRAGMENT.get().match(text, m.start(1))), text, False)
-    for (_, keyword_rule, credential), gate, needs in zip(
-        _KEYWORD_RULES, _KEYWORD_GATES, _KEYWORD_NEEDS, strict=True
+    for (_, keyword_rule, credential), gate, needs, start in zip(
+        _KEYWORD_RULES, _KEYWORD_GATES, _KEYWORD_NEEDS, _KEYWORD_STARTS, strict=True
     ):
         if gate in low and any(word in present for word in needs):  # (the pattern's own search costs more)
-            _add(spans, keyword_rule.get().finditer(low), text, credential)
+            places = present.where(start) if start else None
+            _add(spans, _matches(keyword_rule.get(), low, places), text, credential)
     _assignments(text, low, spans, present)
     if b"password" in present and (b"machine" in present or b"default" in present):
         _netrc(text, low, spans)

@@ -61,12 +61,12 @@ def _same(text: str) -> None:
     installed) and with the plain searches that stand in for it."""
     expected = redact_oracle.redact(text)
     assert redact(text) == expected
-    saved = _redact._automaton
-    _redact._automaton = False
+    saved = _redact._ahocorasick
+    _redact._ahocorasick = False
     try:
         assert redact(text) == expected
     finally:
-        _redact._automaton = saved
+        _redact._ahocorasick = saved
 
 
 def test_the_one_pass_is_used_where_it_is_installed() -> None:
