@@ -38,7 +38,7 @@ import itertools
 import os
 import re
 import string
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, AnyStr, Generic
 
 from ._redact_forms import undisguised
@@ -306,6 +306,7 @@ _SECRET_SUFFIXES = (
     "subscriptionkey", "consumerkey", "hmackey", "jwtkey", "sastoken",
 )  # fmt: skip
 _WEAK_LAST_WORDS = frozenset({"pass", "cookie"})  # secret only with a qualifier: db_pass, session_cookie
+_WEAK_ENDINGS = tuple(_WEAK_LAST_WORDS)
 _NOT_SECRET_PASS = (
     "bypass",
     "compass",
@@ -369,9 +370,22 @@ _PROSE_WORD = _Lazy(r"[A-Za-z][a-z]*(?:[-.'][a-z]+)*[.,;:!?)]*")
 _NUMBER = _Lazy(r"[-+]?(?:0x[0-9a-fA-F]+|[0-9][0-9_]*(?:\.[0-9]+)?)")
 
 
+# the ASCII characters that are not letters or digits, deleted by a translate (``_alnum``)
+_NOT_ALNUM = str.maketrans("", "", "".join(chr(c) for c in range(128) if not chr(c).isalnum()))
+
+
+def _alnum(text: str) -> str:
+    """``text`` lower-cased, its letters and digits only."""
+    low = text.lower()
+    return low.translate(_NOT_ALNUM) if low.isascii() else "".join(ch for ch in low if ch.isalnum())
+
+
 def _secret_name(name: str) -> bool:
-    joined = "".join(ch for ch in name.lower() if ch.isalnum())
+    joined = _alnum(name)
     if not joined.endswith(_SECRET_SUFFIXES):
+        # (in an ASCII name the last word is the end of ``joined``: a weak one must end it)
+        if name.isascii() and not joined.endswith(_WEAK_ENDINGS):
+            return False
         words = [w.lower() for w in _WORDS.get().findall(name)]
         if len(words) < 2 or words[-1] not in _WEAK_LAST_WORDS:
             return False
@@ -427,10 +441,7 @@ def _generated(value: str) -> bool:
 def _names_itself(name: str, value: str) -> bool:
     """``CLIENT_AUTH: "clientAuth"``: the value is the name again (a label or an id), not a secret."""
 
-    def norm(s: str) -> str:
-        return "".join(c for c in s.lower() if c.isalnum())
-
-    return norm(value) == norm(name.rpartition(".")[2])
+    return _alnum(value) == _alnum(name.rpartition(".")[2])
 
 
 def _config_style(text: str, start: int, name_quote: str, value_end: int, tight: bool, colon: bool) -> bool:
@@ -447,13 +458,15 @@ def _config_style(text: str, start: int, name_quote: str, value_end: int, tight:
     return not rest or rest.startswith(("#", ";", "&&", "\\"))
 
 
-def _assignments(text: str, low: bytes, spans: list[Span], present: _Triggers) -> None:
+def _assignments(text: str, low: bytes, spans: list[Span], triggers: _Triggers) -> None:
     """Values assigned to secret-looking names (see ``_secret_name``) that are literals, not code."""
     seen: set[int] = set()
     for keyword, assigned in _ASSIGNED:
-        if keyword not in present:  # (a plain search is faster than the pattern's own when it finds none)
+        if (
+            keyword not in triggers.present
+        ):  # (a plain search is faster than the pattern's own when it finds none)
             continue
-        for after in _matches(assigned.get(), low, present.where(keyword)):
+        for after in _matches(assigned.get(), low, triggers.where(keyword)):
             end = after.start("cq")
             if end in seen:
                 continue
@@ -551,7 +564,7 @@ _XML_NAMED = tuple(  # key="..." and name="...", each led by its literal (an alt
 _XML_VALUE = _Lazy(rb"[ \t]+value[ \t]*=[ \t]*([\"'])([^\"'<>\n]{0,2000})\1")
 
 
-def _xml(text: str, low: bytes, spans: list[Span], present: _Triggers) -> None:
+def _xml(text: str, low: bytes, spans: list[Span], triggers: _Triggers) -> None:
     """Secrets in XML (and HTML) elements and name/value attribute pairs whose name says secret."""
     if _has(low, b"</", 0):
         for m in _XML_ELEMENT.get().finditer(low):
@@ -564,9 +577,10 @@ def _xml(text: str, low: bytes, spans: list[Span], present: _Triggers) -> None:
             value = text[m.start(3) : m.end(3)]
             if name and _secret_name(name) and _literal_secret(value) and not _names_itself(name, value):
                 spans.append(m.span(3))
-    if b"value" in present:
-        key, name = (rule.get() for rule in _XML_NAMED)
-        for named in itertools.chain(_matches(key, low, present.where(b"key")), name.finditer(low)):
+    if b"value" in triggers.present:
+        key_rule, name_rule = (rule.get() for rule in _XML_NAMED)
+        keys = _matches(key_rule, low, triggers.where(b"key"))
+        for named in itertools.chain(keys, name_rule.finditer(low)):
             found = _XML_VALUE.get().match(low, named.end())
             if found is None:
                 continue
@@ -719,7 +733,7 @@ def _env_secrets() -> tuple[str, ...]:
 # 38 KB page, ~30 of them per text), so all are found in one pass of an Aho-Corasick automaton (ahocorasick-rs,
 # SIMD-accelerated: ~25 us per page) when it is installed. Words of three characters at least: a shorter one
 # makes the automaton's SIMD prefilter stop at many more places.
-_TRIGGERS: frozenset[bytes] = (
+_TRIGGERS: frozenset[bytes] = frozenset(
     {word for needs in _KEYWORD_NEEDS for word in needs}
     | {keyword for keyword, _ in _ASSIGNED}
     | {word for word in _KEYWORD_STARTS if word}
@@ -736,6 +750,8 @@ def _offsets(found: bytes, word: bytes) -> tuple[int, ...]:
 
 
 _ahocorasick: Any = None  # the ahocorasick_rs module; False when it is not installed (or switched off)
+_ONE_PASS_MIN = 2048  # in a shorter text the plain searches cost less than building the one pass's answer
+_DENSE = 256  # a word standing more often than once in this many characters: its pattern's own search
 
 
 class _Words:
@@ -764,7 +780,7 @@ class _Words:
                 _ahocorasick = False
             else:
                 _ahocorasick = ahocorasick_rs
-        if _ahocorasick is False:
+        if _ahocorasick is False or len(data) < _ONE_PASS_MIN:
             return None
         if self._automaton is None:
             self._automaton = _ahocorasick.BytesAhoCorasick(
@@ -783,9 +799,12 @@ _TRIGGER_WORDS = _Words(_TRIGGERS)
 def _matches(pattern: re.Pattern[bytes], data: bytes, places: list[int] | None) -> Iterable[re.Match[bytes]]:
     """``pattern.finditer(data)`` for a pattern whose every match starts with a word found at ``places`` (every
     place of it, ascending; None: not known): tried only there, each search going on after the last match."""
-    if places is None:
-        yield from pattern.finditer(data)
-        return
+    if places is None or len(places) * _DENSE > len(data):  # (the search's own scan costs less then)
+        return pattern.finditer(data)
+    return _matches_at(pattern, data, places)
+
+
+def _matches_at(pattern: re.Pattern[bytes], data: bytes, places: list[int]) -> Iterator[re.Match[bytes]]:
     end = 0
     for at in places:
         if at >= end and (m := pattern.match(data, at)) is not None:
@@ -794,24 +813,25 @@ def _matches(pattern: re.Pattern[bytes], data: bytes, places: list[int] | None) 
 
 
 class _Triggers:
-    """The words of a ``_Words`` in bytes: ``word in triggers`` is exactly ``word in data`` and
-    ``where(word)`` every place of ``word``, both answered from one pass for all of them.
+    """The words of a ``_Words`` in bytes: ``word in triggers.present`` is exactly ``word in data`` for each of
+    them, and ``where(word)`` every place of one, both answered from one pass for all of them.
 
     That pass reports the leftmost match and goes on after its end, so an occurrence it passed over starts
     inside a reported match (of another word that agrees with it where they overlap, see ``_Words``):
-    those few places are checked one by one. A word not in the set is searched for on its own."""
+    those few places are checked one by one. Without the pass (not installed, or a short text) ``present`` is
+    the data itself, searched for each word on its own."""
 
-    __slots__ = ("_data", "_hiders", "_reported")
+    __slots__ = ("_data", "_hiders", "_reported", "present")
 
     def __init__(self, data: bytes, words: _Words = _TRIGGER_WORDS) -> None:
         self._data = data
         self._hiders = words.hiders
-        self._reported = words.reported(data)
+        self._reported = reported = words.reported(data)
+        self.present: frozenset[bytes] | bytes = data
+        if reported is not None:
+            self.present = frozenset(word for word in words.words if self._there(word, reported))
 
-    def __contains__(self, word: bytes) -> bool:
-        reported = self._reported
-        if reported is None or word not in self._hiders:
-            return word in self._data
+    def _there(self, word: bytes, reported: dict[bytes, list[int]]) -> bool:
         if word in reported:
             return True
         data = self._data
@@ -865,15 +885,16 @@ _GATES = {id(rule): frozenset(_NEEDS.get(lit, _rare(lit)) for lit in rule[0]) fo
 
 # The token rules' literals of three characters or more, found in one pass over the bytes of the text the
 # rules run over (the shorter ones, a few, are searched for on their own)
-_LITERALS = {id(rule): tuple(lit.encode("ascii") for lit in rule[0]) for rule in _TOKENS}
-_TOKEN_WORDS = _Words(lit for literals in _LITERALS.values() for lit in literals if len(lit) >= 3)
+_LITERALS = {id(rule): tuple((lit.encode("ascii"), len(lit) >= 3) for lit in rule[0]) for rule in _TOKENS}
+_TOKEN_WORDS = _Words(lit for literals in _LITERALS.values() for lit, one_pass in literals if one_pass)
 
 
 def _tokens(text: str, rules: Iterable[_TokenRule], spans: list[Span], start: int = 0, end: int = -1) -> None:
     end = len(text) if end < 0 else end
     present: dict[str, bool] = {"": True}
     # (``text`` and its ASCII bytes hold an ASCII literal at the same places)
-    words = _Triggers(text[start:end].encode("ascii", "replace"), _TOKEN_WORDS)
+    data = text[start:end].encode("ascii", "replace")
+    found = _Triggers(data, _TOKEN_WORDS).present  # (the short literals are searched for in ``data``)
     for rule in rules:
         _, pattern, group, check = rule
         for gate in _GATES[id(rule)]:  # a single-character search runs at memchr speed, a literal's does not
@@ -884,7 +905,7 @@ def _tokens(text: str, rules: Iterable[_TokenRule], spans: list[Span], start: in
                 break
         else:
             continue
-        if any(literal in words for literal in _LITERALS[id(rule)]):
+        if any(literal in (found if one_pass else data) for literal, one_pass in _LITERALS[id(rule)]):
             for m in pattern.get().finditer(text, start, end):
                 if check is None or check(m.group(group)):
                     spans.append(m.span(group))
@@ -978,7 +999,8 @@ def _collect(text: str, raw: bytes, regions: list[Span] | None = None) -> list[S
     text with one character beyond Latin-1 holds two bytes per character, and each search of it costs
     more (20-200% in a profile of this project's code)."""
     low = raw.lower()  # lower-cased, one byte per character (others are "?"), offsets aligned
-    present = _Triggers(low)
+    triggers = _Triggers(low)
+    present = triggers.present
     spans: list[Span] = []
     for form in _env_secrets():
         if form.isascii() and "?" not in form:  # found at the same places in the bytes, for less
@@ -1012,14 +1034,20 @@ def _collect(text: str, raw: bytes, regions: list[Span] | None = None) -> list[S
     for (_, keyword_rule, credential), gate, needs, start in zip(
         _KEYWORD_RULES, _KEYWORD_GATES, _KEYWORD_NEEDS, _KEYWORD_STARTS, strict=True
     ):
-        if gate in low and any(word in present for word in needs):  # (the pattern's own search costs more)
-            places = present.where(start) if start else None
-            _add(spans, _matches(keyword_rule.get(), low, places), text, credential)
-    _assignments(text, low, spans, present)
+        if gate not in low:
+            continue
+        for word in needs:  # (the pattern's own search costs more than these when they find none)
+            if word in present:
+                break
+        else:
+            continue
+        places = triggers.where(start) if start else None
+        _add(spans, _matches(keyword_rule.get(), low, places), text, credential)
+    _assignments(text, low, spans, triggers)
     if b"password" in present and (b"machine" in present or b"default" in present):
         _netrc(text, low, spans)
     if b"<" in low:
-        _xml(text, low, spans, present)
+        _xml(text, low, spans, triggers)
     return spans
 
 

@@ -57,22 +57,35 @@ piece = st.one_of(
 
 
 def _same(text: str) -> None:
-    """The same output as the oracle's, with the trigger words found in one pass (ahocorasick-rs, when
-    installed) and with the plain searches that stand in for it."""
+    """The same output as the oracle's as used (the one pass over texts of 2 KB and more, when ahocorasick-rs
+    is installed), with the one pass over every text, and with the plain searches that stand in for it."""
     expected = redact_oracle.redact(text)
     assert redact(text) == expected
-    saved = _redact._ahocorasick
-    _redact._ahocorasick = False
+    saved = _redact._ahocorasick, _redact._ONE_PASS_MIN
     try:
+        _redact._ONE_PASS_MIN = 0
+        assert redact(text) == expected
+        _redact._ahocorasick = False
         assert redact(text) == expected
     finally:
-        _redact._ahocorasick = saved
+        _redact._ahocorasick, _redact._ONE_PASS_MIN = saved
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=40), st.text(KEYISH + ".", max_size=40), st.sampled_from(FRAGMENTS)))
+def test_secret_names_judged_as_before(name: str) -> None:
+    assert _redact._secret_name(name) == redact_oracle._redact._secret_name(name)
+    assert _redact._names_itself(name, name.upper()) == redact_oracle._redact._names_itself(
+        name, name.upper()
+    )
 
 
 def test_the_one_pass_is_used_where_it_is_installed() -> None:
     pytest.importorskip("ahocorasick_rs")
-    triggers = _redact._Triggers(b"db_password = 'x'; sshpassword; -----begin")
-    assert triggers.where(b"pass") == [3, 22] and b"sshpass" in triggers and b"mysql" not in triggers
+    text = b"db_password = 'x'; sshpassword; -----begin".ljust(_redact._ONE_PASS_MIN)
+    triggers = _redact._Triggers(text)
+    assert triggers.where(b"pass") == [3, 22] and b"sshpass" in triggers.present
+    assert b"pass" in triggers.present and b"mysql" not in triggers.present
     assert triggers.where(b"password") == [3, 22] and triggers.where(b"-----begin") == [32]
 
 
