@@ -751,7 +751,8 @@ def _offsets(found: bytes, word: bytes) -> tuple[int, ...]:
 
 _ahocorasick: Any = None  # the ahocorasick_rs module; False when it is not installed (or switched off)
 _ONE_PASS_MIN = 2048  # in a shorter text the plain searches cost less than building the one pass's answer
-_DENSE = 256  # a word standing more often than once in this many characters: its pattern's own search
+_DENSE = 1024  # a word standing more often than once in this many characters: its pattern's own search
+_FEW_CHECKS = 64  # more places than this where the one pass may have passed a word over: a search of its own
 
 
 class _Words:
@@ -786,11 +787,10 @@ class _Words:
             self._automaton = _ahocorasick.BytesAhoCorasick(
                 list(self.words), matchkind=_ahocorasick.MATCHKIND_LEFTMOST_FIRST
             )
-        found: dict[bytes, list[int]] = {}
-        words = self.words
+        places: list[list[int]] = [[] for _ in self.words]
         for i, start, _ in self._automaton.find_matches_as_indexes(data):
-            found.setdefault(words[i], []).append(start)
-        return found
+            places[i].append(start)
+        return {word: at for word, at in zip(self.words, places, strict=True) if at}
 
 
 _TRIGGER_WORDS = _Words(_TRIGGERS)
@@ -831,10 +831,16 @@ class _Triggers:
         if reported is not None:
             self.present = frozenset(word for word in words.words if self._there(word, reported))
 
+    def _checks(self, word: bytes, reported: dict[bytes, list[int]]) -> int:
+        """How many places the one pass may have passed ``word`` over."""
+        return sum(len(reported.get(hider, ())) * len(offsets) for hider, offsets in self._hiders[word])
+
     def _there(self, word: bytes, reported: dict[bytes, list[int]]) -> bool:
         if word in reported:
             return True
         data = self._data
+        if self._checks(word, reported) > _FEW_CHECKS:
+            return word in data
         for hider, offsets in self._hiders[word]:
             for at in reported.get(hider, ()):
                 for k in offsets:
@@ -843,12 +849,22 @@ class _Triggers:
         return False
 
     def where(self, word: bytes) -> list[int] | None:
-        """Every place of ``word`` (one of the set) in ascending order; None without the one pass."""
+        """Every place of ``word`` (one of the set) in ascending order; None without the one pass, or where
+        it stands so often (see ``_DENSE``) that a pattern's own search costs less than trying each place."""
         reported = self._reported
-        if reported is None:
-            return None
-        places = list(reported.get(word, ()))
         data = self._data
+        if reported is None or len(reported.get(word, ())) * _DENSE > len(data):
+            return None
+        if self._checks(word, reported) > _FEW_CHECKS:  # each place found by a search of its own
+            if data.count(word) * _DENSE > len(data):
+                return None
+            places = []
+            at = data.find(word)
+            while at >= 0:
+                places.append(at)
+                at = data.find(word, at + 1)
+            return places
+        places = list(reported.get(word, ()))
         for hider, offsets in self._hiders[word]:
             for at in reported.get(hider, ()):
                 places.extend(at + k for k in offsets if data.startswith(word, at + k))

@@ -58,17 +58,20 @@ piece = st.one_of(
 
 def _same(text: str) -> None:
     """The same output as the oracle's as used (the one pass over texts of 2 KB and more, when ahocorasick-rs
-    is installed), with the one pass over every text, and with the plain searches that stand in for it."""
+    is installed), with the one pass over every text (words it may have passed over checked place by place,
+    then searched for on their own), and with the plain searches that stand in for it."""
     expected = redact_oracle.redact(text)
     assert redact(text) == expected
-    saved = _redact._ahocorasick, _redact._ONE_PASS_MIN
+    saved = _redact._ahocorasick, _redact._ONE_PASS_MIN, _redact._FEW_CHECKS
     try:
         _redact._ONE_PASS_MIN = 0
+        assert redact(text) == expected
+        _redact._FEW_CHECKS = 0  # (words the pass may have passed over: searched for on their own)
         assert redact(text) == expected
         _redact._ahocorasick = False
         assert redact(text) == expected
     finally:
-        _redact._ahocorasick, _redact._ONE_PASS_MIN = saved
+        _redact._ahocorasick, _redact._ONE_PASS_MIN, _redact._FEW_CHECKS = saved
 
 
 @settings(max_examples=300, deadline=None)
