@@ -62,16 +62,16 @@ def _same(text: str) -> None:
     then searched for on their own), and with the plain searches that stand in for it."""
     expected = redact_oracle.redact(text)
     assert redact(text) == expected
-    saved = _redact._ahocorasick, _redact._ONE_PASS_MIN, _redact._FEW_CHECKS
+    saved = _redact._ahocorasick, _redact._ONE_PASS_MIN, _redact._CHECK_COST
     try:
         _redact._ONE_PASS_MIN = 0
         assert redact(text) == expected
-        _redact._FEW_CHECKS = 0  # (words the pass may have passed over: searched for on their own)
+        _redact._CHECK_COST = 1 << 40  # (words the pass may have passed over: searched for on their own)
         assert redact(text) == expected
         _redact._ahocorasick = False
         assert redact(text) == expected
     finally:
-        _redact._ahocorasick, _redact._ONE_PASS_MIN, _redact._FEW_CHECKS = saved
+        _redact._ahocorasick, _redact._ONE_PASS_MIN, _redact._CHECK_COST = saved
 
 
 @settings(max_examples=300, deadline=None)
