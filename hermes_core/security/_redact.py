@@ -28,7 +28,7 @@ each keyword is there, and where, is found for all of them in one pass (``_Trigg
 are absent skips the text and an assignment's pattern is tried only where its keyword stands; key lines
 are found from the end of each line in the reversed bytes. Patterns compile on first use. All are linear (bounded repeats,
 no nested quantifiers). Found secrets are collected as spans and the output is built once.
-``benchmarks/bench_redact.py`` measures it: 20-37 ms per MB of prose, code and random letters (CPU time).
+``benchmarks/bench_redact.py`` measures it: 18-24 ms per MB of prose, code and random letters (CPU time).
 """
 
 from __future__ import annotations
