@@ -3,7 +3,8 @@
 ``python -c pass``, the load with warm caches (the entry-point, drop-in scan and schema verdict caches a
 previous start leaves) and the load with cold caches (removed before each of its runs) alternate round after
 round; each prints min and median, and the difference to bare Python; then the load plus the first
-``definitions(enabled=["all"])`` (every tool's check runs: their first imports). Targets: a warm start, and a
+``definitions(enabled=["all"])`` (every tool's check runs: their first imports), with the drop-ins and without
+(the built-ins alone, a home with no drop-in folder). Targets: a warm start, and a
 warm start with the first definitions, each at most 100 ms more than ``python -c pass``. Measure a non-editable
 install (``pip install .``), as users get it.
 ``--baseline PYTHON`` adds the warm load of another install (a venv with an earlier version) to the same
@@ -71,6 +72,12 @@ def main(rounds: int = 15, baseline: str | None = None) -> None:
         "cold": [python, "-c", LOAD],
         "definitions": [python, "-c", LOAD_DEFINITIONS],
     }
+    bare_home = Path(tempfile.mkdtemp(prefix="hermes-bench-"))  # no drop-in folder: the built-ins alone
+    commands["definitions, built-ins only"] = [
+        python,
+        "-c",
+        f"import os; os.environ['HERMES_HOME'] = {str(bare_home)!r}; {LOAD_DEFINITIONS}",
+    ]
     other = _home() if baseline else None
     if baseline and other:  # the other install keeps its caches in its own home
         commands["baseline"] = [
@@ -78,8 +85,14 @@ def main(rounds: int = 15, baseline: str | None = None) -> None:
             "-c",
             f"import os; os.environ['HERMES_HOME'] = {str(other)!r}; {LOAD}",
         ]
+        commands["baseline definitions"] = [
+            baseline,
+            "-c",
+            f"import os; os.environ['HERMES_HOME'] = {str(other)!r}; {LOAD_DEFINITIONS}",
+        ]
         run_ms(commands["baseline"], env, 2, scratch)
     run_ms([python, "-c", LOAD], env, 2, scratch)  # write bytecode and the caches
+    run_ms(commands["definitions, built-ins only"], env, 2, scratch)
     samples = interleave_processes(
         commands,
         env,
@@ -94,9 +107,10 @@ def main(rounds: int = 15, baseline: str | None = None) -> None:
         ("load, warm caches (built-ins + 100)", "warm"),
         ("load, cold caches", "cold"),
         ("load + first definitions(all), warm", "definitions"),
+        ("the same, built-ins only (no drop-ins)", "definitions, built-ins only"),
     ):
         extra = [s - b for s, b in zip(samples[key], bare, strict=True)]
-        target = "  (target <= +100 ms)" if key in ("warm", "definitions") else ""
+        target = "  (target <= +100 ms)" if key != "cold" else ""
         print(
             line(
                 label,
@@ -121,8 +135,23 @@ def main(rounds: int = 15, baseline: str | None = None) -> None:
             f"{'warm load / baseline':38s}: min {min(warm) / min(base):.3f}x  median "
             f"{statistics.median(warm) / statistics.median(base):.3f}x"
         )
+        base_defs, defs = samples["baseline definitions"], samples["definitions"]
+        extra = [s - b for s, b in zip(base_defs, bare, strict=True)]
+        print(
+            line(
+                "baseline load + first definitions",
+                base_defs,
+                "ms",
+                extra=f"  over bare: min +{min(extra):.1f} median +{statistics.median(extra):.1f} ms",
+            )
+        )
+        print(
+            f"{'load + definitions / baseline':38s}: min {min(defs) / min(base_defs):.3f}x  median "
+            f"{statistics.median(defs) / statistics.median(base_defs):.3f}x"
+        )
         shutil.rmtree(other, ignore_errors=True)
     shutil.rmtree(home, ignore_errors=True)
+    shutil.rmtree(bare_home, ignore_errors=True)
 
 
 if __name__ == "__main__":

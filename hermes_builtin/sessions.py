@@ -60,7 +60,10 @@ def fts5_available() -> bool:
     """Whether this Python's SQLite has FTS5 (checked once per process)."""
     global _fts5
     if _fts5 is None:
-        import sqlite3
+        try:  # the C module alone: the check needs no adapters, and sqlite3's import pulls in datetime
+            import _sqlite3 as sqlite3
+        except ImportError:
+            import sqlite3  # type: ignore[no-redef]
 
         try:
             conn = sqlite3.connect(":memory:")

@@ -8,6 +8,9 @@ swapped for a link in between cannot redirect a read or a write. On Linux they u
 ``RESOLVE_NO_SYMLINKS`` where the kernel has it, else they walk the path one directory descriptor at a time
 with ``O_NOFOLLOW``; writes create their temporary file in the directory descriptor and ``renameat`` it into
 place.
+
+``which`` finds a program as ``shutil.which`` does, without importing :mod:`shutil` (which pulls the compression
+modules into every start-up whose checks look for a binary).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ __all__ = [
     "openat2",
     "openat2_available",
     "unlink_nofollow",
+    "which",
 ]
 
 
@@ -394,3 +398,31 @@ def unlink_nofollow(path: str | os.PathLike[str]) -> None:
         os.unlink(parts[-1], dir_fd=dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def which(name: str, path: str | None = None) -> str | None:
+    """The executable file ``shutil.which(name, path=path)`` finds on ``path`` (default ``PATH``), or None."""
+    if os.path.dirname(name):
+        return name if _runnable(name) else None
+    if path is None:
+        path = os.environ.get("PATH")
+        if path is None:
+            try:
+                path = os.confstr("CS_PATH") or os.defpath
+            except (AttributeError, ValueError):
+                path = os.defpath
+    if not path:
+        return None
+    seen: set[str] = set()
+    for folder in path.split(os.pathsep):
+        if folder in seen:
+            continue
+        seen.add(folder)
+        candidate = os.path.join(folder, name)
+        if _runnable(candidate):
+            return candidate
+    return None
+
+
+def _runnable(path: str) -> bool:
+    return os.access(path, os.X_OK) and not os.path.isdir(path)

@@ -16,8 +16,8 @@ The ``local`` kind has no table of its own: it is the sandbox, configured by ``[
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from ..config import Config, ConfigError, resolve_secret
 
@@ -28,12 +28,11 @@ DEFAULT_KIND = "local"
 RESERVED_KINDS = frozenset({"local", "container", "ssh"})
 
 
-@dataclass(frozen=True, slots=True)
-class EnvironmentSettings:
+class EnvironmentSettings(NamedTuple):
     """What ``[environment]`` says: the ``kind`` and each kind's table (secrets resolved)."""
 
     kind: str = DEFAULT_KIND
-    tables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    tables: Mapping[str, Mapping[str, Any]] = MappingProxyType({})
 
     def table(self, kind: str | None = None) -> Mapping[str, Any]:
         """The ``[environment.<kind>]`` table (default: the configured kind's), empty when absent."""

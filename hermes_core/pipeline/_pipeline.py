@@ -33,7 +33,7 @@ from ..decisions import CallOutcome, RequireApproval, Status, ToolOutput
 from ..errors import ToolError
 from ..plugins._hooks import HookRunner, HookStop
 from ..registry import ToolEntry
-from ..schema import ToolArgumentError
+from ..schema._args_errors import ToolArgumentError
 from ._results import limit_result, neutralise_markup
 
 if TYPE_CHECKING:
@@ -236,15 +236,15 @@ class Pipeline:
 
     # -- the stages --------------------------------------------------------------------------------------
 
-    def _refuse_name(self, name: Any, available: frozenset[str]) -> str:
+    def _refuse_name(self, name: Any, sel: Selection) -> str:
         entry = self.tools.get(name) if isinstance(name, str) else None
         import difflib
 
-        close = difflib.get_close_matches(str(name), sorted(available), n=3, cutoff=0.5)
+        close = difflib.get_close_matches(str(name), sorted(sel.available), n=3, cutoff=0.5)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         if entry is None:
             return f"Unknown tool {str(name)[:100]!r}.{hint}"
-        hidden = self.select(None, None, None).hidden.get(name)
+        hidden = sel.hidden.get(name)  # outside the call's own selection: "not enabled", whatever its check
         if hidden:
             return f"Tool {name!r} is not available right now ({hidden}).{hint}"
         return f"Tool {name!r} is not enabled for this conversation.{hint}"
@@ -350,7 +350,7 @@ class Pipeline:
             ctx = self._new_context(outcome.call_id, session_id, str(name), sel.available, approver, ask_user)
         if entry is None:  # unknown, hidden by its check or not selected
             outcome.name = str(name)[:200]
-            _end(outcome, "error", "unknown_tool", self._refuse_name(name, sel.available))
+            _end(outcome, "error", "unknown_tool", self._refuse_name(name, sel))
             return (self.tools.get(name) if type(name) is str else None), None, {}, ctx
         rt = entry._runtime
         try:

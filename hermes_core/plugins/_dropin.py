@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..fileio import atomic_write
 
@@ -29,8 +28,7 @@ _CACHE_VERSION = 2
 CORE = "hermes_core"
 
 
-@dataclass(frozen=True, slots=True)
-class ScanVerdict:
+class ScanVerdict(NamedTuple):
     """Whether a file may be imported (``eligible``), and why not when it may not (``error`` or ``reason``).
 
     ``problem`` marks a file meant as a plugin (it imports ``hermes_core``) that the scan cannot see register
@@ -46,8 +44,7 @@ class ScanVerdict:
     detail: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class SourceScan:
+class SourceScan(NamedTuple):
     """What the scan found in one file's source."""
 
     eligible: bool

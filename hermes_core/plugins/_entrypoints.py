@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from ..fileio import atomic_write
 
@@ -23,8 +23,7 @@ GROUP = "hermes.tools"
 _CACHE_VERSION = 2
 
 
-@dataclass(frozen=True, slots=True)
-class EntryPointInfo:
+class EntryPointInfo(NamedTuple):
     """One ``hermes.tools`` entry point: ``name = value`` from ``distribution`` ``version``."""
 
     name: str

@@ -4,8 +4,7 @@ reports the failure on stderr and by ``hermes plugins doctor``, so both always g
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from ._manager import PluginRecord
@@ -24,8 +23,7 @@ _RESERVED = re.compile(r"tool '([^']+)' clashes with the built-in tool")
 _CLASH = re.compile(r"tool '([^']+)' (?:from toolset '[^']*' )?clashes with")
 
 
-@dataclass(frozen=True, slots=True)
-class Advice:
+class Advice(NamedTuple):
     """A failure, classified: the doctor's ``check`` name, the one-line message and the fix."""
 
     check: str

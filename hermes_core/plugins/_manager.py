@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
 import importlib
 import importlib.util
 import itertools
@@ -27,6 +26,7 @@ from typing import Any
 import pluggy
 
 from .. import hookspecs
+from .._blake import blake2b
 from .._trace import trace
 from ..registry import (
     Provenance,
@@ -40,7 +40,6 @@ from ..registry import (
 )
 from ._dropin import ScanVerdict, scan_directory
 from ._entrypoints import EntryPointInfo, discover
-from ._fixes import config_fix, failure_advice, refusal_advice, unmarked_fix
 from ._hooks import HookRunner, refusals
 from ._policy import POLICY_HOOKS, Refusal, declared_hooks, failure_mode, unmarked_hooks
 from ._precedence import Arbiter, announce_once, first_party_module, is_first_party_entry_point
@@ -159,6 +158,8 @@ class PluginHost:
         record.stage = stage
         record.error = _error_text(err)
         record.hooks = declared_hooks(record, plugin)
+        from ._fixes import failure_advice  # on failure only: a clean load never needs the advice
+
         advice = failure_advice(record)
         fix = f"; fix: {advice.fix}" if advice is not None else ""
         log.error("plugin %r failed at %s: %s%s", record.name, stage, record.error, fix, exc_info=err)
@@ -192,6 +193,8 @@ class PluginHost:
     def _lose(self, record: PluginRecord, tool: str, err: RegistrationError) -> None:
         record.refused[tool] = str(err)
         record.tools = [t for t in record.tools if t != tool]
+        from ._fixes import refusal_advice  # on failure only: a clean load never needs the advice
+
         advice = refusal_advice(record, str(err))
         log.info("plugin %r lost its tool %r: %s; fix: %s", record.name, tool, advice.message, advice.fix)
         announce_once(record.name, tool, advice.message, advice.fix)
@@ -231,6 +234,10 @@ class PluginHost:
 
     @staticmethod
     def _say_unmarked(record: PluginRecord) -> None:
+        if not record.unmarked:
+            return
+        from ._fixes import unmarked_fix  # on failure only: a clean load never needs the advice
+
         for name in record.unmarked:
             fix = unmarked_fix(name)
             log.error(
@@ -305,7 +312,7 @@ class PluginHost:
         """Import the eligible drop-in files of ``directory`` (see ``_dropin``)."""
         cache_file = None
         if cache_dir is not None:
-            digest = hashlib.blake2b(str(directory.resolve()).encode(), digest_size=8).hexdigest()
+            digest = blake2b(str(directory.resolve()).encode(), digest_size=8).hexdigest()
             cache_file = cache_dir / f"dropin-{digest}.json"
         # The files' objects live as long as the system: the cyclic collector would trace them all again at
         # each full collection while thousands load (the cost per file grew with the folder); paused meanwhile.
@@ -488,9 +495,9 @@ class PluginHost:
         ``sections(name)`` returns a section as written (secret references unresolved) or None; ``where`` names
         the configuration file for the fix.
         """
-        from ..schema import schema_problems, value_problems
-
         for step in self.hooks.each("plugin_config_schema", {}, order=self._first_party_first):
+            from ..schema import schema_problems, value_problems  # only with a plugin that declares a schema
+
             record = self.records.get(step.plugin_name)
             if record is None or record.status != "loaded":
                 continue
@@ -519,6 +526,10 @@ class PluginHost:
                     said = bad.message or f"{path or 'the table'}: expected {bad.expected}, got {bad.got}"
                     message = f"[plugins.{section}] {said}"
                     record.config_problems.append({"section": section, "path": path, "message": message})
+            if not record.config_problems:
+                continue
+            from ._fixes import config_fix  # on failure only: a clean load never needs the advice
+
             for found in record.config_problems:
                 fix = config_fix(found, where)
                 log.error("plugin %r: %s; fix: %s", record.name, found["message"], fix)

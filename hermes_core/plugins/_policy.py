@@ -22,6 +22,7 @@ import importlib.machinery
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..decisions import Block
@@ -138,7 +139,9 @@ def unmarked_hooks(plugin: Any) -> list[str]:
     """Functions of ``plugin`` named after a hook but missing ``@hookimpl``: pluggy never calls them."""
     marker = f"{PROJECT}_impl"
     out = []
-    for name in _hooks():
+    # a module's own names answer at once; a class or an instance may inherit them, so each is asked
+    names = [n for n in _hooks() if n in vars(plugin)] if isinstance(plugin, ModuleType) else _hooks()
+    for name in names:
         value = getattr(plugin, name, None)
         if callable(value) and not hasattr(value, marker):
             module = getattr(value, "__module__", None)

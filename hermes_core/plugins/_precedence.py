@@ -24,8 +24,7 @@ import logging
 import sys
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..registry import ReservedToolName, ToolEntry, ToolNameConflict
 
@@ -129,8 +128,7 @@ def announcements_muted() -> Iterator[None]:
             _muted -= 1
 
 
-@dataclass(slots=True)
-class Eviction:
+class Eviction(NamedTuple):
     """A third-party plugin that lost a name to a built-in registered after it (settled after the hook runs)."""
 
     plugin: str
@@ -138,15 +136,17 @@ class Eviction:
     by: str
 
 
-@dataclass(slots=True)
 class Arbiter:
     """The registry's clash arbiter for one plugin host (see the module docstring)."""
 
-    first_party: set[str] = field(default_factory=set)  # record names of first-party plugins
-    overrides: Mapping[str, str] = field(default_factory=dict)  # tool name -> plugin the config names
-    distributions: dict[str, str] = field(default_factory=dict)  # record name -> distribution
-    overridden: dict[str, str] = field(default_factory=dict)  # tool name -> plugin the override displaced
-    evictions: list[Eviction] = field(default_factory=list)
+    __slots__ = ("distributions", "evictions", "first_party", "overridden", "overrides")
+
+    def __init__(self, overrides: Mapping[str, str] | None = None) -> None:
+        self.first_party: set[str] = set()  # record names of first-party plugins
+        self.overrides: Mapping[str, str] = overrides or {}  # tool name -> plugin the config names
+        self.distributions: dict[str, str] = {}  # record name -> distribution
+        self.overridden: dict[str, str] = {}  # tool name -> plugin the override displaced
+        self.evictions: list[Eviction] = []
 
     def _named(self, wanted: str, plugin: str | None) -> bool:
         return plugin_matches(wanted, plugin, self.distributions.get(plugin or ""))

@@ -17,7 +17,6 @@ without walls (it fails with the reason instead).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -25,6 +24,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .._blake import blake2b
+from ..fileio import which
 
 __all__ = ["Readiness", "readiness"]
 
@@ -149,10 +151,10 @@ def cache_key(system: Any) -> str:
         list(os.uname()),
         [_read(name) for name in _KERNEL_FILES],
         _link("/proc/self/ns/user"),
-        _stamp(_which("bwrap", os.defpath if path_env is None else path_env)),
+        _stamp(which("bwrap", os.defpath if path_env is None else path_env)),
     ]
     text = json.dumps(parts, sort_keys=True, default=repr)
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    return blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 def _cached(cache: Path, key: str) -> Readiness | None:
@@ -177,15 +179,6 @@ def _keep(cache: Path, key: str, ready: Readiness) -> None:
         atomic_write(cache, json.dumps(payload), fsync=False)
     except OSError:
         pass
-
-
-def _which(name: str, path_env: str) -> str | None:
-    """What ``shutil.which`` finds on ``path_env`` (without importing shutil and its compression modules)."""
-    for folder in path_env.split(os.pathsep):
-        candidate = os.path.join(folder or os.curdir, name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
 
 
 def _stamp(path: str | None) -> list[object] | None:

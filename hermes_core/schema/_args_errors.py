@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["MAX_LISTED", "ArgumentProblem", "ToolArgumentError", "describe", "format_path", "join_path"]
 
@@ -19,8 +18,7 @@ _VALUE_CHARS = 60
 _PREFIX = "Invalid arguments for this tool: "
 
 
-@dataclass(frozen=True, slots=True)
-class ArgumentProblem:
+class ArgumentProblem(NamedTuple):
     """One bad field: ``path`` (``items[2].name``, or ``$`` for the whole input), what was expected, what came.
 
     ``message`` is the rendered sentence; it is derived from the other fields unless given.

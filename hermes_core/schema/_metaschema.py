@@ -9,13 +9,13 @@ Invalid schemas are never cached.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._blake import blake2b
 from ..fileio import atomic_write
 from ..registry import InvalidSchemaError
 from ._metacheck import check
@@ -28,7 +28,7 @@ _lock = threading.Lock()
 
 def _key(params: Any) -> str:
     text = json.dumps(params, sort_keys=True, separators=(",", ":"), default=repr)
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def schema_problems(params: Any) -> list[str]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -210,6 +209,8 @@ class NetworkPolicy:
         elif self.resolver is not None:
             answers = self.resolver(name)
         else:
+            import socket  # at the first look-up, not at import: the settings checks only parse policies
+
             infos = socket.getaddrinfo(name, port or 0, type=socket.SOCK_STREAM)
             answers = [str(info[4][0]) for info in infos]
         out: list[IPAddress] = []

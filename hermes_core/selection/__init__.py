@@ -8,6 +8,8 @@
 - ``ranking``: the tool ranker seam and the built-in lexical ranker (``Ranker``, ``ToolDoc``, ``BM25Ranker``).
 """
 
+from typing import TYPE_CHECKING
+
 from .availability import Availability, Unavailable, takes_system
 from .deferral import (
     SEARCH_TOOL,
@@ -18,9 +20,11 @@ from .deferral import (
     ToolMatch,
     estimate_tokens,
 )
-from .ranking import BM25Ranker, Ranker, RankerFactory, ToolDoc
 from .selector import Names, Selection, Selector, names_key
 from .toolsets import ALL, CompositeToolset, ToolsetError, Toolsets, UnknownToolsetError
+
+if TYPE_CHECKING:
+    from .ranking import BM25Ranker, Ranker, RankerFactory, ToolDoc
 
 __all__ = [
     "ALL",
@@ -47,3 +51,14 @@ __all__ = [
     "names_key",
     "takes_system",
 ]
+
+_RANKING = ("BM25Ranker", "Ranker", "RankerFactory", "ToolDoc")
+
+
+def __getattr__(name: str) -> object:
+    """The ranking names on first use: only a search ranks, and definitions should not pay for its import."""
+    if name in _RANKING:
+        from . import ranking
+
+        return getattr(ranking, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

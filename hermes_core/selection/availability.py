@@ -5,10 +5,11 @@ value, ``(ok, reason)``, or ``Unavailable(reason, by_design=True)`` for a tool t
 setting (``clarify`` without a way to ask the user): the doctor does not count that as a problem; an
 ``Unavailable`` with a ``fix`` gives the doctor its remedy.
 
-Checks never run on the caller's thread. Each run is started on a daemon thread of its own, all of them at once
-(for new or expired verdicts when a selection is resolved: the first ``definitions()`` or call after load starts
-every check of its selection; ``start`` starts some beforehand), and has a deadline
-(``[tools] check_timeout`` after it started). A verdict is kept for ``[tools] check_ttl`` seconds; after that it
+Checks never run on the caller's thread. Runs are queued for a few daemon workers, all of them at once (for new
+or expired verdicts when a selection is resolved: the first ``definitions()`` or call after load starts every
+check of its selection; ``start`` starts some beforehand); a worker is added whenever the others are stuck in a
+long check (``_check_workers``), so a hanging check holds no other back. Each run has a deadline
+(``[tools] check_timeout`` after it was queued). A verdict is kept for ``[tools] check_ttl`` seconds; after that it
 is still used while the check runs again. Who waits for what:
 
 - ``definitions()`` and the other whole-selection questions wait for the checks that have no verdict yet, each
@@ -30,6 +31,7 @@ from typing import Any
 
 from ..decisions import Unavailable
 from ..registry import ToolEntry
+from ._check_workers import CheckWorkers
 
 __all__ = ["Availability", "Unavailable", "takes_system"]
 
@@ -75,6 +77,7 @@ class Availability:
         self._runs: dict[object, _Run] = {}  # check_fn -> its run in flight
         self._lock = threading.Lock()
         self._closed = False
+        self._workers = CheckWorkers()
         self.epoch = 0  # bumped whenever a check answers or the verdicts are dropped: selections follow it
         self.by_design: set[str] = (
             set()
@@ -141,12 +144,21 @@ class Availability:
                     self._verdict(name, answer[1]) if answer else (False, "its check is still running")
                 )
         for entry, run in waiting:
-            run.done.wait(max(0.0, run.deadline - _monotonic()))
+            self._wait(run)
             if run.verdict is not None:
                 out[entry.name] = self._verdict(entry.name, run.verdict)
             else:
                 out[entry.name] = (False, _unknown(run))
         return out, frozenset(pending)
+
+    def _wait(self, run: _Run) -> None:
+        """Until ``run`` answers or meets its deadline, rescuing the checks queued behind a stuck one."""
+        step = self._workers.stuck_after
+        while not run.done.is_set():
+            left = run.deadline - _monotonic()
+            if left <= 0 or run.done.wait(min(left, step)):
+                return
+            self._workers.rescue()
 
     def _verdict(self, name: str, verdict: Verdict) -> tuple[bool, str]:
         ok, reason, by_design, fix = verdict
@@ -176,11 +188,14 @@ class Availability:
         if self._closed:
             self._answer(check, run, (False, "the tool system is closed", False, ""))
             return run
-        threading.Thread(target=self._execute, args=(check, run), name="hermes-check", daemon=True).start()
+        self._workers.submit(lambda: self._execute(check, run))
         return run
 
     def _execute(self, check: Callable[..., Any], run: _Run) -> None:
-        """On the run's own daemon thread: call the check and record its answer."""
+        """On a check worker: call the check and record its answer."""
+        if self._closed:  # queued before the system closed: its answer could no longer be used
+            self._answer(check, run, (False, "the tool system is closed", False, ""))
+            return
         args = (self.system,) if takes_system(check) else ()
         try:
             try:
@@ -219,6 +234,7 @@ class Availability:
     def close(self) -> None:
         """Start no more checks; the ones running end on their own (their threads are daemons)."""
         self._closed = True
+        self._workers.close()
 
 
 def _unknown(run: _Run) -> str:

@@ -32,11 +32,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .ranking import BM25Ranker, Ranker, RankerFactory, ToolDoc, fuse, tool_doc
-
 if TYPE_CHECKING:
     from ..config import Config
     from ..registry import ToolEntry
+    from .ranking import Ranker, RankerFactory, ToolDoc
     from .selector import Selection, Selector
 
 __all__ = [
@@ -567,6 +566,8 @@ class Deferral:
         return found
 
     def _build_ranker(self, state: _State, names: Sequence[str]) -> Ranker:
+        from .ranking import BM25Ranker, tool_doc  # at the first search: definitions never rank
+
         registry = self.selector.registry
         docs: list[ToolDoc] = []
         for name in names:
@@ -669,6 +670,8 @@ class _Fused:
         self.rankers = list(rankers)
 
     def search(self, query: str, limit: int) -> list[tuple[str, float]]:
+        from .ranking import fuse
+
         answers = []
         for ranker in self.rankers:
             try:

@@ -153,7 +153,10 @@ def test_bad_input_is_a_message_the_model_can_act_on(
 
 
 def test_hidden_with_the_reason(
-    make_builtin_system: Make, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch
+    make_builtin_system: Make,
+    httpserver: HTTPServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     bare = make_builtin_system()
     assert (
@@ -164,10 +167,12 @@ def test_hidden_with_the_reason(
     assert "video_analyze" in configured.available()
     wrong = _system(make_builtin_system, httpserver, frame_width="big")
     assert "[plugins.video_analyze] frame_width must be an integer" in wrong.hidden()["video_analyze"]
-    real = shutil.which
-    monkeypatch.setattr(
-        shutil, "which", lambda name, *a, **k: None if name == "ffprobe" else real(name, *a, **k)
-    )
+    bin_dir = tmp_path / "bin"  # a PATH with ffmpeg and without ffprobe
+    bin_dir.mkdir()
+    ffmpeg = shutil.which("ffmpeg")
+    assert ffmpeg is not None
+    (bin_dir / "ffmpeg").symlink_to(ffmpeg)
+    monkeypatch.setenv("PATH", str(bin_dir))
     without = _system(make_builtin_system, httpserver)
     assert without.hidden()["video_analyze"] == "needs ffprobe to sample frames (apt install ffmpeg)"
 

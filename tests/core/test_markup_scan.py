@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_core.pipeline._results import _MARKUP, _defuse, neutralise_markup
+from hermes_core.pipeline._results import _defuse, _markup, neutralise_markup
 
 PIECES = ["<", ">", "[", "]", "/", "|", "<|im_start|>", "</tool_call>", "<assistant x=1>", "[INST]", "[/SYS]",
           "<system", "user>", "tool_response", "a", " ", "\n", "<|", "|>", "INST", "<invoke>"]  # fmt: skip
@@ -15,7 +15,7 @@ PIECES = ["<", ">", "[", "]", "/", "|", "<|im_start|>", "</tool_call>", "<assist
 @given(st.lists(st.sampled_from(PIECES), max_size=40))
 def test_the_same_as_a_full_scan(pieces: list[str]) -> None:
     text = "".join(pieces)
-    assert neutralise_markup(text) == _MARKUP.sub(_defuse, text)
+    assert neutralise_markup(text) == _markup().sub(_defuse, text)
 
 
 def test_tags_are_defused_and_plain_text_is_returned_as_is() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hermes_core import Unavailable
+from hermes_core.fileio import which
 
 
 def commands_can_start(system: Any) -> tuple[bool, str] | Unavailable:
@@ -27,8 +28,6 @@ def commands_can_start(system: Any) -> tuple[bool, str] | Unavailable:
 
 def shell_can_start(system: Any) -> tuple[bool, str] | Unavailable:
     """``terminal`` and ``process`` also need bash."""
-    import shutil  # not at import: it pulls in the compression modules
-
-    if shutil.which("bash") is None:
+    if which("bash") is None:
         return Unavailable("bash is not installed", fix="install bash (apt install bash)")
     return commands_can_start(system)

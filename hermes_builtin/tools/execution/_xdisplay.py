@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from hermes_core import ToolError, Unavailable
+from hermes_core.fileio import which
 
 SECTION = "computer_use"
 SOCKETS = Path("/tmp/.X11-unix")
@@ -35,8 +35,7 @@ class DisplayProblem(ValueError):
         self.fix = fix
 
 
-@dataclass(frozen=True)
-class Display:
+class Display(NamedTuple):
     name: str  # ":99"
     socket: Path
     xauthority: Path | None
@@ -75,7 +74,7 @@ def display_of(section: Mapping[str, Any], environ: Mapping[str, str] | None = N
         raise DisplayProblem(
             f"[plugins.{SECTION}] timeout must be a positive number of seconds, got {timeout!r}"
         )
-    missing = [tool for tool in ("xdotool", "ffmpeg") if shutil.which(tool) is None]
+    missing = [tool for tool in ("xdotool", "ffmpeg") if which(tool) is None]
     if missing:
         raise DisplayProblem(
             f"needs {' and '.join(missing)} (apt install {' '.join(missing)})",

@@ -13,8 +13,6 @@ Configuration (``[plugins.images]``)::
 
 from __future__ import annotations
 
-import base64
-import binascii
 from typing import TYPE_CHECKING, Any
 
 from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
@@ -120,6 +118,9 @@ def _image(data: bytes, who: str) -> tuple[bytes, str, str]:
 
 
 def _decode(b64: str, who: str) -> bytes:
+    import base64
+    import binascii
+
     try:
         return base64.b64decode(b64, validate=True)
     except (binascii.Error, ValueError):

@@ -17,11 +17,11 @@ Configuration (``[plugins.tts]``)::
 from __future__ import annotations
 
 import re
-import shutil
 import struct
 from typing import TYPE_CHECKING, Any
 
 from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
+from hermes_core.fileio import which
 
 from ._media import describe, save_media, sniff
 from ._remote import Service
@@ -76,7 +76,7 @@ SCHEMA: dict[str, Any] = {
 
 
 def _espeak_binary() -> str | None:
-    return shutil.which("espeak-ng") or shutil.which("espeak")
+    return which("espeak-ng") or which("espeak")
 
 
 def _provider(cfg: dict[str, Any]) -> str:
@@ -142,7 +142,7 @@ def _convert(wav: bytes, fmt: str) -> tuple[bytes, str, str]:
     """``(audio, format, note)``: ``wav`` converted to ``fmt`` with ffmpeg, or left as WAV with the reason."""
     if fmt == "wav":
         return wav, "wav", ""
-    ffmpeg = shutil.which("ffmpeg")
+    ffmpeg = which("ffmpeg")
     if ffmpeg is None:
         return (
             wav,

@@ -3,10 +3,10 @@ with asyncio and Playwright behind it, loads with the first browser call)."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from hermes_core.fileio import which
 
 from ._web_settings import SettingsError, _int, _number, policy_from
 
@@ -29,8 +29,7 @@ CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-st
 DIALOG_POLICIES = ("ask", "accept", "dismiss")  # [plugins.browser] dialogs: what a page's alert/confirm gets
 
 
-@dataclass(frozen=True)
-class BrowserSettings:
+class BrowserSettings(NamedTuple):
     """``[plugins.browser]``; ``allow_networks``/``resolve`` fall back to ``[plugins.web]``'s."""
 
     executable: str
@@ -79,12 +78,12 @@ def find_executable(configured: Any) -> str:
     if configured is not None:
         if not isinstance(configured, str) or not configured.strip():
             raise SettingsError(f"[plugins.{SECTION}] executable must be a path")
-        path = shutil.which(configured.strip())
+        path = which(configured.strip())
         if path is None:
             raise SettingsError(f"[plugins.{SECTION}] executable {configured!r} is not an executable file")
         return path
     for name in CANDIDATES:
-        path = shutil.which(name)
+        path = which(name)
         if path:
             return path
     raise SettingsError(

@@ -17,11 +17,8 @@ detail = "auto"                          # low | high | auto
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hermes_core import ToolError, Unavailable
 
@@ -41,8 +38,7 @@ _MAGIC = (
 )
 
 
-@dataclass(frozen=True)
-class VisionSettings:
+class VisionSettings(NamedTuple):
     base_url: str
     model: str
     api_key: str | None = None
@@ -112,6 +108,9 @@ def decode_data_url(url: str, limit: int) -> bytes:
         raise ToolError("a data: URL image must be base64-encoded (data:image/png;base64,...)")
     if len(payload) * 3 // 4 > limit:
         raise ToolError(f"the image is over the {limit:,} byte limit", retryable=False)
+    import base64  # here, not at import: the check of every vision tool imports this module
+    import binascii
+
     try:
         return base64.b64decode(payload, validate=True)
     except (binascii.Error, ValueError):
@@ -119,6 +118,8 @@ def decode_data_url(url: str, limit: int) -> bytes:
 
 
 def _image_part(image: bytes, settings: VisionSettings) -> dict[str, Any]:
+    import base64
+
     data_url = f"data:{image_type(image)};base64,{base64.b64encode(image).decode('ascii')}"
     return {"type": "image_url", "image_url": {"url": data_url, "detail": settings.detail}}
 

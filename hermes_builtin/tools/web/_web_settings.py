@@ -18,8 +18,8 @@ resolve = { "wiki.internal" = "10.0.0.5" }
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from hermes_core.security import NetworkPolicy
@@ -67,12 +67,11 @@ def policy_from(section: Mapping[str, Any], where: str) -> NetworkPolicy:
         raise SettingsError(f"[plugins.{where}] {err}") from None
 
 
-@dataclass(frozen=True)
-class WebSettings:
+class WebSettings(NamedTuple):
     backends: tuple[str, ...] = ()
-    unusable: dict[str, str] = field(default_factory=dict)  # backend -> why it cannot be used
-    endpoints: dict[str, str] = field(default_factory=dict)
-    keys: dict[str, str] = field(default_factory=dict)
+    unusable: Mapping[str, str] = MappingProxyType({})  # backend -> why it cannot be used
+    endpoints: Mapping[str, str] = MappingProxyType({})
+    keys: Mapping[str, str] = MappingProxyType({})
     timeout: float = 20.0
     max_bytes: int = 10_000_000
     max_redirects: int = 5

@@ -18,10 +18,10 @@ timeout = 120            # seconds for ffprobe and ffmpeg
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
+from hermes_core.fileio import which
 
 TOOLSET = "vision"
 SECTION = "video_analyze"
@@ -48,8 +48,7 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
-class VideoSettings:
+class VideoSettings(NamedTuple):
     frames: int = 8
     max_frames: int = 24
     frame_width: int = 768
@@ -147,12 +146,10 @@ def video_analyze(
 
 def video_available(system: Any) -> tuple[bool, str] | Unavailable:
     """Shown with ffmpeg and ffprobe installed, a vision model configured and the environment able to run."""
-    import shutil
-
     from ._vision import available
     from ._web_settings import SettingsError
 
-    missing = [tool for tool in ("ffmpeg", "ffprobe") if shutil.which(tool) is None]
+    missing = [tool for tool in ("ffmpeg", "ffprobe") if which(tool) is None]
     if missing:
         return Unavailable(
             f"needs {' and '.join(missing)} to sample frames (apt install ffmpeg)", fix="apt install ffmpeg"

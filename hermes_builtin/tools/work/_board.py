@@ -13,7 +13,6 @@ cancelled, and it is assigned to nobody or to the claimer.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -489,7 +488,7 @@ class Board:
                     task_id=task_id,
                     name=name,
                     size=len(content),
-                    sha256=hashlib.sha256(content).hexdigest(),
+                    sha256=_sha256(content),
                     content=content,
                     author=author,
                     created_at=self.clock(),
@@ -557,3 +556,9 @@ class Board:
                 changes.update(owner=None, lease_until=None, blocker=None)
             self._touch(conn, task_id, **changes)
             return self._task(conn, task_id)
+
+
+def _sha256(content: bytes) -> str:
+    import hashlib  # not at import: it loads OpenSSL's library, and attachments are rare
+
+    return hashlib.sha256(content).hexdigest()

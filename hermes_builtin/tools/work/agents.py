@@ -11,7 +11,6 @@ description and schema come from it through ``dynamic_schema_overrides``.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -310,6 +309,8 @@ def delegate_task(
     except ModelConfigError as err:
         raise ToolError(f"no model for the sub-agents: {err}", retryable=False) from None
     results: list[AgentResult | BaseException] = []
+    import concurrent.futures as cf
+
     pool = cf.ThreadPoolExecutor(
         max_workers=min(limits.concurrency, len(agents)), thread_name_prefix="hermes-subagent"
     )
@@ -381,6 +382,8 @@ def mixture_of_agents(
         judge_agent = make(str(judge), AGGREGATOR_PROMPT, "aggregate")
     except ModelConfigError as err:
         raise ToolError(f"a model is not usable: {err}", retryable=False) from None
+    import concurrent.futures as cf
+
     with cf.ThreadPoolExecutor(max_workers=len(references), thread_name_prefix="hermes-moa") as pool:
         results = list(pool.map(_answer, references, [prompt] * len(references)))
     answers = [(n, r.text.strip()) for n, r in zip(names, results, strict=True) if r.ok and r.text.strip()]
