@@ -766,10 +766,7 @@ class _Words:
     def __init__(self, words: Iterable[bytes]) -> None:
         # longest first: of the words that match at one place, the longest is reported
         self.words = tuple(sorted(set(words), key=lambda word: (-len(word), word)))
-        self.hiders = {
-            word: tuple((found, at) for found in self.words if (at := _offsets(found, word)))
-            for word in self.words
-        }
+        self.hiders: dict[bytes, tuple[tuple[bytes, tuple[int, ...]], ...]] = {}  # made with the automaton
         self._automaton: Any = None
 
     def reported(self, data: bytes) -> dict[bytes, list[int]] | None:
@@ -785,7 +782,11 @@ class _Words:
                 _ahocorasick = ahocorasick_rs
         if _ahocorasick is False or len(data) < _ONE_PASS_MIN:
             return None
-        if self._automaton is None:
+        if self._automaton is None:  # (made on first use: a few ms that a process's start need not pay)
+            self.hiders = {
+                word: tuple((found, at) for found in self.words if (at := _offsets(found, word)))
+                for word in self.words
+            }
             self._automaton = _ahocorasick.BytesAhoCorasick(
                 list(self.words), matchkind=_ahocorasick.MATCHKIND_LEFTMOST_FIRST
             )
@@ -827,8 +828,8 @@ class _Triggers:
 
     def __init__(self, data: bytes, words: _Words = _TRIGGER_WORDS) -> None:
         self._data = data
-        self._hiders = words.hiders
         self._reported = reported = words.reported(data)
+        self._hiders = words.hiders
         self.present: frozenset[bytes] | bytes = data
         if reported is not None:
             self.present = frozenset(word for word in words.words if self._there(word, reported))
