@@ -486,12 +486,12 @@ def run(texts: dict[str, str], rounds: int) -> None:
 
 
 def numbered_page(source: str, first: int, size: int = 38_000) -> str:
-    """A page as read_file returns it (``     1\tline``), about ``size`` characters from line ``first``."""
+    """A page as read_file returns it (``     1|line``), about ``size`` characters from line ``first``."""
     lines = source.split("\n")
     out: list[str] = []
     total = 0
     while total < size:
-        line = f"{first + 1:6d}\t{lines[first % len(lines)]}"
+        line = f"{first + 1:6d}|{lines[first % len(lines)]}"
         out.append(line)
         total += len(line) + 1
         first += 1

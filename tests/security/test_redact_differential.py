@@ -36,9 +36,9 @@ FRAGMENTS = [
 KEYISH = string.ascii_letters + string.digits + "_-+/="
 
 
-def _numbered(text: str, first: int = 1) -> str:
-    """``text`` as read_file shows it: ``     1\\tline``."""
-    return "\n".join(f"{n:6d}\t{line}" for n, line in enumerate(text.split("\n"), first))
+def _numbered(text: str, first: int = 1, mark: str = "|") -> str:
+    """``text`` as read_file shows it (``     1|line``), or ``cat -n`` (``mark="\\t"``)."""
+    return "\n".join(f"{n:6d}{mark}{line}" for n, line in enumerate(text.split("\n"), first))
 
 
 _SOURCES = sorted((ROOT / "hermes_core" / "security").glob("*.py"))
@@ -99,9 +99,9 @@ def test_generated_text_redacts_as_before(pieces: list[str]) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(piece, max_size=60), st.integers(1, 99999))
-def test_generated_numbered_pages_redact_as_before(pieces: list[str], first: int) -> None:
-    _same(_numbered("".join(pieces), first))
+@given(st.lists(piece, max_size=60), st.integers(1, 99999), st.sampled_from(["|", "\t"]))
+def test_generated_numbered_pages_redact_as_before(pieces: list[str], first: int, mark: str) -> None:
+    _same(_numbered("".join(pieces), first, mark))
 
 
 @pytest.mark.parametrize("path", _SOURCES, ids=lambda p: p.name)
@@ -109,6 +109,7 @@ def test_source_pages_redact_as_before(path: Path) -> None:
     text = path.read_text("utf-8")
     _same(text)
     _same(_numbered(text))
+    _same(_numbered(text, mark="\t"))
 
 
 @pytest.mark.parametrize(
