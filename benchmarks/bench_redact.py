@@ -4,7 +4,10 @@ Five texts of about 1 MB: plain prose, this project's own source code, random le
 tenth character), one unbroken run of letters, and secret-dense text (code with a fake secret of some provider
 every few lines). Target: at most 40 ms/MB on prose, code and random letters. Each is run with no secret-looking environment variables, and
 again with five of them set (their values and encodings are searched too). Subjects are interleaved within
-each round; the figures are min and median milliseconds of CPU time per MB, MB/s, and the ratio new/old.
+each round; the figures are min and median milliseconds of CPU time per MB, MB/s, and the ratio new/old. Two
+baselines: the redactor before issue 16 ("old redact", kept below) and the one before issue 26's speed work
+("before w26", the differential test's oracle in tests/security/redact_oracle). First, the cost per call of a
+38 KB read_file page (numbered lines of code), what ``hermes mcp serve`` redacts on every read_file call.
 
 Run: .venv/bin/python benchmarks/bench_redact.py [--rounds N]
 """
@@ -25,6 +28,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hermes_core.security import redact  # noqa: E402
+
+# the redactor as it was before issue 26's speed work, frozen as the differential test's oracle
+sys.path.insert(0, str(ROOT / "tests" / "security"))
+from redact_oracle import redact as before_redact  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------------------
 # BASELINE: a frozen copy of the redactor as it was before issue 16 (hermes_core/security/_redact.py at
@@ -457,6 +464,7 @@ def run(texts: dict[str, str], rounds: int) -> None:
     subjects: dict[str, Callable[[str], object]] = {
         "str.replace": lambda t: t.replace("[no such secret in here]", "[REDACTED]"),
         "old redact": old_redact,
+        "before w26": before_redact,
         "redact": redact,
     }
     for label, text in texts.items():
@@ -473,6 +481,41 @@ def run(texts: dict[str, str], rounds: int) -> None:
         ratio = statistics.median(times["redact"]) / statistics.median(times["old redact"])
         target = "  (target <= 40 ms/MB)" if label != "secret-dense" else ""
         print(f"    redact / old redact (median): {ratio:.2f}x{target}")
+        ratio = statistics.median(times["redact"]) / statistics.median(times["before w26"])
+        print(f"    redact / before w26 (median): {ratio:.2f}x")
+
+
+def numbered_page(source: str, first: int, size: int = 38_000) -> str:
+    """A page as read_file returns it (``     1|line``), about ``size`` characters from line ``first``."""
+    lines = source.split("\n")
+    out: list[str] = []
+    total = 0
+    while total < size:
+        line = f"{first + 1:6d}|{lines[first % len(lines)]}"
+        out.append(line)
+        total += len(line) + 1
+        first += 1
+    return "\n".join(out)
+
+
+def page_results(source: str, rounds: int) -> None:
+    """What one read_file page costs (38 KB of this project's code, numbered): ms per call, 20 pages a round."""
+    pages = [numbered_page(source, first) for first in range(0, 20 * 997, 997)]
+    subjects = {"old redact": old_redact, "before w26": before_redact, "redact": redact}
+    times: dict[str, list[float]] = {name: [] for name in subjects}
+    for fn in subjects.values():
+        fn(pages[0])
+    for _ in range(rounds):
+        for name, fn in subjects.items():
+            start = time.process_time()
+            for page in pages:
+                fn(page)
+            times[name].append((time.process_time() - start) / len(pages) * 1000)
+    print(f"  a read_file page ({len(pages[0]) / 1000:.0f} KB, numbered lines of code), per call")
+    for name, values in times.items():
+        print(f"    {name:12s} min {min(values):8.3f} ms   median {statistics.median(values):8.3f} ms")
+    ratio = statistics.median(times["redact"]) / statistics.median(times["before w26"])
+    print(f"    redact / before w26 (median): {ratio:.2f}x")
 
 
 def short_results(rounds: int) -> None:
@@ -480,9 +523,9 @@ def short_results(rounds: int) -> None:
     text = 'def fetch(url, timeout=30):\n    """GET url; key=value pairs go in params."""\n' * 3
     text = text[:300]
     number = 2000
-    times: dict[str, list[float]] = {"old redact": [], "redact": []}
+    times: dict[str, list[float]] = {"old redact": [], "before w26": [], "redact": []}
     for _ in range(rounds):
-        for name, fn in (("old redact", old_redact), ("redact", redact)):
+        for name, fn in (("old redact", old_redact), ("before w26", before_redact), ("redact", redact)):
             start = time.process_time()
             for _ in range(number):
                 fn(text)
@@ -508,6 +551,7 @@ def main() -> None:
     for name in [n for n in os.environ if redact_env_name(n)]:
         del os.environ[name]
     print("no secret environment variables:")
+    page_results(base_code, args.rounds)
     run(texts, args.rounds)
     for i in range(5):
         os.environ[f"BENCH_SERVICE_{i}_API_KEY"] = _alnum(rng, 40)

@@ -23,10 +23,12 @@ and ``find``; the windows are joined and each rule runs once over them, or over 
 most of it), and only when a character each rule needs is in the text (one memchr); every other detector is a
 regular expression led by a literal (its search is the literal's), over the text or over one lower-cased ASCII
 copy of it (so keyword searches stay case-insensitive without a case-insensitive regex; and a byte per
-character is searched faster than a text holding a character beyond Latin-1, two bytes per character); key lines
+character is searched faster than a text holding a character beyond Latin-1, two bytes per character). Whether
+each keyword is there, and where, is found for all of them in one pass (``_Triggers``), so a pass whose words
+are absent skips the text and an assignment's pattern is tried only where its keyword stands; key lines
 are found from the end of each line in the reversed bytes. Patterns compile on first use. All are linear (bounded repeats,
 no nested quantifiers). Found secrets are collected as spans and the output is built once.
-``benchmarks/bench_redact.py`` measures it: 20-37 ms per MB of prose, code and random letters (CPU time).
+``benchmarks/bench_redact.py`` measures it: 18-24 ms per MB of prose, code and random letters (CPU time).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import itertools
 import os
 import re
 import string
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, AnyStr, Generic
 
 from ._redact_forms import undisguised
@@ -278,6 +280,24 @@ _KEYWORD_RULES: tuple[tuple[bytes, _Lazy[bytes], bool], ...] = (
 
 # a character each keyword rule needs besides its word (one memchr spares the search for the word)
 _KEYWORD_GATES = (b"", b"", b"", b"-", b"-", b"-", b"-", b"-", b"'", b"'", b"=")
+# ... and words one of which every match holds (its keyword, or what must follow it): see ``_Triggers``
+_KEYWORD_NEEDS: tuple[tuple[bytes, ...], ...] = (
+    (b"bearer",),
+    (b"basic",),
+    (b"authorization",),
+    (b"-u ", b"-u\t", b"--user"),
+    (b"-pass", b"-token", b"-api-key", b"-apikey", b"-secret"),
+    (b"sshpass",),
+    (b"mysql",),
+    (b"mariadb",),
+    (b"identified",),
+    (b"password '",),
+    (b"sig=", b"signature="),
+)
+# ... and the word every match starts with, where there is one (the pattern is tried only where it stands)
+_KEYWORD_STARTS = (
+    b"bearer", b"basic", b"authorization", b"", b"", b"sshpass", b"mysql", b"mariadb", b"identified", b"password", b"",
+)  # fmt: skip
 # Names whose value is a secret: the name, lower-cased with "_", "-" and "." removed, ends with one of these.
 _SECRET_SUFFIXES = (
     "password", "passwd", "passphrase", "secret", "token", "credential", "credentials", "authorization",
@@ -286,6 +306,7 @@ _SECRET_SUFFIXES = (
     "subscriptionkey", "consumerkey", "hmackey", "jwtkey", "sastoken",
 )  # fmt: skip
 _WEAK_LAST_WORDS = frozenset({"pass", "cookie"})  # secret only with a qualifier: db_pass, session_cookie
+_WEAK_ENDINGS = tuple(_WEAK_LAST_WORDS)
 _NOT_SECRET_PASS = (
     "bypass",
     "compass",
@@ -349,9 +370,22 @@ _PROSE_WORD = _Lazy(r"[A-Za-z][a-z]*(?:[-.'][a-z]+)*[.,;:!?)]*")
 _NUMBER = _Lazy(r"[-+]?(?:0x[0-9a-fA-F]+|[0-9][0-9_]*(?:\.[0-9]+)?)")
 
 
+# the ASCII characters that are not letters or digits, deleted by a translate (``_alnum``)
+_NOT_ALNUM = str.maketrans("", "", "".join(chr(c) for c in range(128) if not chr(c).isalnum()))
+
+
+def _alnum(text: str) -> str:
+    """``text`` lower-cased, its letters and digits only."""
+    low = text.lower()
+    return low.translate(_NOT_ALNUM) if low.isascii() else "".join(ch for ch in low if ch.isalnum())
+
+
 def _secret_name(name: str) -> bool:
-    joined = "".join(ch for ch in name.lower() if ch.isalnum())
+    joined = _alnum(name)
     if not joined.endswith(_SECRET_SUFFIXES):
+        # (in an ASCII name the last word is the end of ``joined``: a weak one must end it)
+        if name.isascii() and not joined.endswith(_WEAK_ENDINGS):
+            return False
         words = [w.lower() for w in _WORDS.get().findall(name)]
         if len(words) < 2 or words[-1] not in _WEAK_LAST_WORDS:
             return False
@@ -407,10 +441,7 @@ def _generated(value: str) -> bool:
 def _names_itself(name: str, value: str) -> bool:
     """``CLIENT_AUTH: "clientAuth"``: the value is the name again (a label or an id), not a secret."""
 
-    def norm(s: str) -> str:
-        return "".join(c for c in s.lower() if c.isalnum())
-
-    return norm(value) == norm(name.rpartition(".")[2])
+    return _alnum(value) == _alnum(name.rpartition(".")[2])
 
 
 def _config_style(text: str, start: int, name_quote: str, value_end: int, tight: bool, colon: bool) -> bool:
@@ -427,13 +458,15 @@ def _config_style(text: str, start: int, name_quote: str, value_end: int, tight:
     return not rest or rest.startswith(("#", ";", "&&", "\\"))
 
 
-def _assignments(text: str, low: bytes, spans: list[Span]) -> None:
+def _assignments(text: str, low: bytes, spans: list[Span], triggers: _Triggers) -> None:
     """Values assigned to secret-looking names (see ``_secret_name``) that are literals, not code."""
     seen: set[int] = set()
     for keyword, assigned in _ASSIGNED:
-        if keyword not in low:  # (a plain search is faster than the pattern's own when it finds none)
+        if (
+            keyword not in triggers.present
+        ):  # (a plain search is faster than the pattern's own when it finds none)
             continue
-        for after in assigned.get().finditer(low):
+        for after in _matches(assigned.get(), low, triggers.where(keyword)):
             end = after.start("cq")
             if end in seen:
                 continue
@@ -531,9 +564,9 @@ _XML_NAMED = tuple(  # key="..." and name="...", each led by its literal (an alt
 _XML_VALUE = _Lazy(rb"[ \t]+value[ \t]*=[ \t]*([\"'])([^\"'<>\n]{0,2000})\1")
 
 
-def _xml(text: str, low: bytes, spans: list[Span]) -> None:
+def _xml(text: str, low: bytes, spans: list[Span], triggers: _Triggers) -> None:
     """Secrets in XML (and HTML) elements and name/value attribute pairs whose name says secret."""
-    if b"</" in low:
+    if _has(low, b"</", 0):
         for m in _XML_ELEMENT.get().finditer(low):
             name = text[m.start(1) : m.end(1)].rpartition(":")[2]
             if not _secret_name(name):
@@ -544,8 +577,10 @@ def _xml(text: str, low: bytes, spans: list[Span]) -> None:
             value = text[m.start(3) : m.end(3)]
             if name and _secret_name(name) and _literal_secret(value) and not _names_itself(name, value):
                 spans.append(m.span(3))
-    if b"value" in low:
-        for named in itertools.chain.from_iterable(rule.get().finditer(low) for rule in _XML_NAMED):
+    if b"value" in triggers.present:
+        key_rule, name_rule = (rule.get() for rule in _XML_NAMED)
+        keys = _matches(key_rule, low, triggers.where(b"key"))
+        for named in itertools.chain(keys, name_rule.finditer(low)):
             found = _XML_VALUE.get().match(low, named.end())
             if found is None:
                 continue
@@ -692,6 +727,153 @@ def _env_secrets() -> tuple[str, ...]:
     return _env_forms
 
 
+# -- which trigger words a text holds ---------------------------------------------------------------------------
+# The words the passes below ask the lower-cased text for before they run (``word in low``), and the keywords
+# whose places ``_assignments`` tries its pattern at. Each such search is a pass over the text (20-30 us per
+# 38 KB page, ~30 of them per text), so all are found in one pass of an Aho-Corasick automaton (ahocorasick-rs,
+# SIMD-accelerated: ~25 us per page) when it is installed. Words of three characters at least: a shorter one
+# makes the automaton's SIMD prefilter stop at many more places.
+_TRIGGERS: frozenset[bytes] = frozenset(
+    {word for needs in _KEYWORD_NEEDS for word in needs}
+    | {keyword for keyword, _ in _ASSIGNED}
+    | {word for word in _KEYWORD_STARTS if word}
+    | {b"password", b"machine", b"default", b"value", b"://", b"-----begin", b"kia", b"sia"}
+)
+
+
+def _offsets(found: bytes, word: bytes) -> tuple[int, ...]:
+    """Where inside an occurrence of ``found`` an occurrence of ``word`` can start (so that a search that
+    reports matches that do not overlap passes over it)."""
+    if found == word:
+        return ()
+    return tuple(k for k in range(len(found)) if found[k : k + len(word)] == word[: len(found) - k])
+
+
+_ahocorasick: Any = None  # the ahocorasick_rs module; False when it is not installed (or switched off)
+_ONE_PASS_MIN = 2048  # in a shorter text the plain searches cost less than building the one pass's answer
+_DENSE = 1024  # a word standing more often than once in this many characters: its pattern's own search
+# a place where the one pass may have passed a word over costs as much to check as a search of this many
+# characters: where there are more such places than the text is long over this, a search of its own
+_CHECK_COST = 1000  # (measured: 200 and 3000 cost more on 1 MB of prose or of code)
+
+
+class _Words:
+    """Words found in one pass over bytes (an Aho-Corasick automaton, built on first use), and per word the
+    words whose reported match may hide it, with the offsets at which it may start there (see ``_Triggers``)."""
+
+    __slots__ = ("_automaton", "hiders", "words")
+
+    def __init__(self, words: Iterable[bytes]) -> None:
+        # longest first: of the words that match at one place, the longest is reported
+        self.words = tuple(sorted(set(words), key=lambda word: (-len(word), word)))
+        self.hiders: dict[bytes, tuple[tuple[bytes, tuple[int, ...]], ...]] = {}  # made with the automaton
+        self._automaton: Any = None
+
+    def reported(self, data: bytes) -> dict[bytes, list[int]] | None:
+        """Where the words stand in ``data`` as one pass reports them: leftmost first, never overlapping;
+        None without ahocorasick-rs."""
+        global _ahocorasick
+        if _ahocorasick is None:
+            try:
+                import ahocorasick_rs
+            except ImportError:
+                _ahocorasick = False
+            else:
+                _ahocorasick = ahocorasick_rs
+        if _ahocorasick is False or len(data) < _ONE_PASS_MIN:
+            return None
+        if self._automaton is None:  # (made on first use: a few ms that a process's start need not pay)
+            self.hiders = {
+                word: tuple((found, at) for found in self.words if (at := _offsets(found, word)))
+                for word in self.words
+            }
+            self._automaton = _ahocorasick.BytesAhoCorasick(
+                list(self.words), matchkind=_ahocorasick.MATCHKIND_LEFTMOST_FIRST
+            )
+        places: list[list[int]] = [[] for _ in self.words]
+        for i, start, _ in self._automaton.find_matches_as_indexes(data):
+            places[i].append(start)
+        return {word: at for word, at in zip(self.words, places, strict=True) if at}
+
+
+_TRIGGER_WORDS = _Words(_TRIGGERS)
+
+
+def _matches(pattern: re.Pattern[bytes], data: bytes, places: list[int] | None) -> Iterable[re.Match[bytes]]:
+    """``pattern.finditer(data)`` for a pattern whose every match starts with a word found at ``places`` (every
+    place of it, ascending; None: not known): tried only there, each search going on after the last match."""
+    if places is None or len(places) * _DENSE > len(data):  # (the search's own scan costs less then)
+        return pattern.finditer(data)
+    return _matches_at(pattern, data, places)
+
+
+def _matches_at(pattern: re.Pattern[bytes], data: bytes, places: list[int]) -> Iterator[re.Match[bytes]]:
+    end = 0
+    for at in places:
+        if at >= end and (m := pattern.match(data, at)) is not None:
+            yield m
+            end = m.end()
+
+
+class _Triggers:
+    """The words of a ``_Words`` in bytes: ``word in triggers.present`` is exactly ``word in data`` for each of
+    them, and ``where(word)`` every place of one, both answered from one pass for all of them.
+
+    That pass reports the leftmost match and goes on after its end, so an occurrence it passed over starts
+    inside a reported match (of another word that agrees with it where they overlap, see ``_Words``):
+    those few places are checked one by one. Without the pass (not installed, or a short text) ``present`` is
+    the data itself, searched for each word on its own."""
+
+    __slots__ = ("_data", "_hiders", "_reported", "present")
+
+    def __init__(self, data: bytes, words: _Words = _TRIGGER_WORDS) -> None:
+        self._data = data
+        self._reported = reported = words.reported(data)
+        self._hiders = words.hiders
+        self.present: frozenset[bytes] | bytes = data
+        if reported is not None:
+            self.present = frozenset(word for word in words.words if self._there(word, reported))
+
+    def _checks(self, word: bytes, reported: dict[bytes, list[int]]) -> int:
+        """How many places the one pass may have passed ``word`` over."""
+        return sum(len(reported.get(hider, ())) * len(offsets) for hider, offsets in self._hiders[word])
+
+    def _there(self, word: bytes, reported: dict[bytes, list[int]]) -> bool:
+        if word in reported:
+            return True
+        data = self._data
+        if self._checks(word, reported) * _CHECK_COST > len(data):
+            return word in data
+        for hider, offsets in self._hiders[word]:
+            for at in reported.get(hider, ()):
+                for k in offsets:
+                    if data.startswith(word, at + k):
+                        return True
+        return False
+
+    def where(self, word: bytes) -> list[int] | None:
+        """Every place of ``word`` (one of the set) in ascending order; None without the one pass, or where
+        it stands so often (see ``_DENSE``) that a pattern's own search costs less than trying each place."""
+        reported = self._reported
+        data = self._data
+        if reported is None or len(reported.get(word, ())) * _DENSE > len(data):
+            return None
+        if self._checks(word, reported) * _CHECK_COST > len(data):  # each place found by a search of its own
+            if data.count(word) * _DENSE > len(data):
+                return None
+            places = []
+            at = data.find(word)
+            while at >= 0:
+                places.append(at)
+                at = data.find(word, at + 1)
+            return places
+        places = list(reported.get(word, ()))
+        for hider, offsets in self._hiders[word]:
+            for at in reported.get(hider, ()):
+                places.extend(at + k for k in offsets if data.startswith(word, at + k))
+        return sorted(set(places))
+
+
 # -- the whole ------------------------------------------------------------------------------------------------
 
 
@@ -720,11 +902,20 @@ _NEEDS = {"gh": "_", "gl": "-", "xox": "-", "hook": "/", "eyJ": ".", "SharedAcce
 _GATES = {id(rule): frozenset(_NEEDS.get(lit, _rare(lit)) for lit in rule[0]) for rule in _TOKENS}
 
 
+# The token rules' literals of three characters or more, found in one pass over the bytes of the text the
+# rules run over (the shorter ones, a few, are searched for on their own)
+_LITERALS = {id(rule): tuple((lit.encode("ascii"), len(lit) >= 3) for lit in rule[0]) for rule in _TOKENS}
+_TOKEN_WORDS = _Words(lit for literals in _LITERALS.values() for lit, one_pass in literals if one_pass)
+
+
 def _tokens(text: str, rules: Iterable[_TokenRule], spans: list[Span], start: int = 0, end: int = -1) -> None:
     end = len(text) if end < 0 else end
     present: dict[str, bool] = {"": True}
+    # (``text`` and its ASCII bytes hold an ASCII literal at the same places)
+    data = text[start:end].encode("ascii", "replace")
+    found = _Triggers(data, _TOKEN_WORDS).present  # (the short literals are searched for in ``data``)
     for rule in rules:
-        literals, pattern, group, check = rule
+        _, pattern, group, check = rule
         for gate in _GATES[id(rule)]:  # a single-character search runs at memchr speed, a literal's does not
             seen = present.get(gate)
             if seen is None:
@@ -733,7 +924,7 @@ def _tokens(text: str, rules: Iterable[_TokenRule], spans: list[Span], start: in
                 break
         else:
             continue
-        if any(text.find(literal, start, end) >= 0 for literal in literals):
+        if any(literal in (found if one_pass else data) for literal, one_pass in _LITERALS[id(rule)]):
             for m in pattern.get().finditer(text, start, end):
                 if check is None or check(m.group(group)):
                     spans.append(m.span(group))
@@ -827,6 +1018,8 @@ def _collect(text: str, raw: bytes, regions: list[Span] | None = None) -> list[S
     text with one character beyond Latin-1 holds two bytes per character, and each search of it costs
     more (20-200% in a profile of this project's code)."""
     low = raw.lower()  # lower-cased, one byte per character (others are "?"), offsets aligned
+    triggers = _Triggers(low)
+    present = triggers.present
     spans: list[Span] = []
     for form in _env_secrets():
         if form.isascii() and "?" not in form:  # found at the same places in the bytes, for less
@@ -837,30 +1030,43 @@ def _collect(text: str, raw: bytes, regions: list[Span] | None = None) -> list[S
         _tokens(text, _EVERYWHERE, spans)
     runs = _token_windows(text, low, spans, [] if regions is None else regions)
     # an AWS key id is a run of 20 token characters: it stands in the windows, if anywhere
-    if (b"KIA" in raw or b"SIA" in raw) if runs is text else ("KIA" in runs or "SIA" in runs):
+    if (
+        ((b"kia" in present and b"KIA" in raw) or (b"sia" in present and b"SIA" in raw))
+        if runs is text
+        else ("KIA" in runs or "SIA" in runs)
+    ):
         for m in _AWS_ID.get().finditer(text):
             near = _AWS_SECRET_NEAR.get().search(text, m.end(), m.end() + 200)
             if near is not None and _random(near.group()):
                 spans.append(near.span())
     public: list[Span] = []
-    if b"-----BEGIN" in raw:
+    if b"-----begin" in present and b"-----BEGIN" in raw:
         _pem_blocks(text, spans)
         public = _public_blocks(text)
     before = len(spans)
     _key_lines(text, low, spans)
     if public:
         spans[before:] = [s for s in spans[before:] if not any(a <= s[0] < b for a, b in public)]
-    if b"://" in raw:
+    if b"://" in present:
         urls = _URL_PASSWORD.get().finditer(text)
         _add(spans, (m for m in urls if not _PORT_THEN_FRAGMENT.get().match(text, m.start(1))), text, False)
-    for (word, keyword_rule, credential), gate in zip(_KEYWORD_RULES, _KEYWORD_GATES, strict=True):
-        if gate in low and word in low:  # a plain search costs less than the pattern's when it finds none
-            _add(spans, keyword_rule.get().finditer(low), text, credential)
-    _assignments(text, low, spans)
-    if b"password" in low and (b"machine" in low or b"default" in low):
+    for (_, keyword_rule, credential), gate, needs, start in zip(
+        _KEYWORD_RULES, _KEYWORD_GATES, _KEYWORD_NEEDS, _KEYWORD_STARTS, strict=True
+    ):
+        if gate not in low:
+            continue
+        for word in needs:  # (the pattern's own search costs more than these when they find none)
+            if word in present:
+                break
+        else:
+            continue
+        places = triggers.where(start) if start else None
+        _add(spans, _matches(keyword_rule.get(), low, places), text, credential)
+    _assignments(text, low, spans, triggers)
+    if b"password" in present and (b"machine" in present or b"default" in present):
         _netrc(text, low, spans)
     if b"<" in low:
-        _xml(text, low, spans)
+        _xml(text, low, spans, triggers)
     return spans
 
 
