@@ -389,6 +389,23 @@ def test_a_private_key_printed_line_by_line_leaks_no_line() -> None:
     assert not any(line in redact(tail) for line in body[-3:])
 
 
+def test_a_private_key_numbered_by_cat_n_leaks_no_line() -> None:
+    """``cat -n`` (what ``terminal`` shows for ``cat -n key.pem``) puts a tab after the number, not a bar."""
+    rng = random.Random(8)
+    body = _key_lines(rng)
+    framed = ["-----BEGIN OPENSSH PRIVATE KEY-----", *body, "-----END OPENSSH PRIVATE KEY-----"]
+    numbered = [f"{n:6d}\t{line}" for n, line in enumerate(framed, 1)]
+    whole = redact("\n".join(numbered))
+    assert not any(line in whole for line in body)
+    assert whole.startswith("     1\t-----BEGIN OPENSSH PRIVATE KEY-----")
+    assert "-----END OPENSSH PRIVATE KEY-----" in whole
+    for i in range(1, len(numbered) - 4, 4):  # pages that start inside the key, without its BEGIN line
+        out = redact("\n".join(numbered[i : i + 4]))
+        assert not any(line in out for line in body)
+    kept = "     3\tcolumn\tvalue\n     4\tanother\trow"  # numbered lines that are no key stay as they are
+    assert redact(kept) == kept
+
+
 def test_certificates_and_public_keys_are_kept() -> None:
     rng = random.Random(8)
     cert = "-----BEGIN CERTIFICATE-----\n" + "\n".join(_key_lines(rng, 8)) + "\n-----END CERTIFICATE-----"

@@ -227,16 +227,17 @@ _PEM_PUBLIC = _Lazy(r"-----(BEGIN|END) (?:CERTIFICATE|PUBLIC KEY|[A-Z0-9 ]{0,20}
 _KEY_TAIL_SOURCE = (
     r"\n\r?[ \t]*[;,'\"]{0,2}(?P<b>={0,2}[A-Za-z0-9+/]{16,100})(?![A-Za-z0-9+/])"
     # ... and before it on its line (read backwards) nothing but indentation, a quote, a diff marker, a
-    # read_file ("12|") or grep ("path:12:") prefix
-    r"(?=[\"']?[ \t]*(?:[+-]|\|[0-9]{1,9}|[:|][0-9]{1,9}[:|][^\s:|]{0,200})?[ \t]*(?:\n|\Z))"
+    # read_file ("12|"), cat -n ("12<tab>") or grep ("path:12:") prefix
+    r"(?=[\"']?[ \t]*(?:[+-]|[|\t][0-9]{1,9}|[:|][0-9]{1,9}[:|][^\s:|]{0,200})?[ \t]*(?:\n|\Z))"
 )
 _KEY_TAIL = _Lazy(_KEY_TAIL_SOURCE)
 # The same over the lower-cased ASCII bytes (see ``_key_lines``): it finds every line the text pattern finds
 # and maybe a few more (a non-ASCII blank is "?" there, not a blank), so each of its lines is checked again.
 _KEY_TAIL_BYTES = _Lazy(_KEY_TAIL_SOURCE.encode("ascii"))
-# what may stand before the run on its line: indentation, a quote, a diff marker, a read_file or grep prefix
+# what may stand before the run on its line: indentation, a quote, a diff marker, a read_file, cat -n or grep
+# prefix
 _KEY_BODY_LINE = _Lazy(
-    r"[ \t]*(?:[0-9]{1,9}\||[^\s:|]{0,200}[:|][0-9]{1,9}[:|])?[ \t]*(?:[A-Za-z0-9+/=]*|[A-Z][A-Za-z]{1,20}(?:-[A-Z][A-Za-z]{1,20})*: [^\n]*)\r?"
+    r"[ \t]*(?:[0-9]{1,9}[|\t]|[^\s:|]{0,200}[:|][0-9]{1,9}[:|])?[ \t]*(?:[A-Za-z0-9+/=]*|[A-Z][A-Za-z]{1,20}(?:-[A-Z][A-Za-z]{1,20})*: [^\n]*)\r?"
 )
 _KEY_LINE_MIN, _KEY_LINE_MAX = 60, 76  # PEM bodies wrap at 64, OpenSSH at 70, PGP armour at 64
 
