@@ -66,10 +66,12 @@ def main(rounds: int = 15, baseline: str | None = None) -> None:
     python = sys.executable
     scratch = str(home)  # not the source tree: python -c puts the cwd first on sys.path
 
+    # the cold runs get a home of their own: removing its caches must not make the warm runs' caches cold
+    cold_home = _home()
     commands = {
         "bare": [python, "-c", "pass"],
         "warm": [python, "-c", LOAD],
-        "cold": [python, "-c", LOAD],
+        "cold": [python, "-c", f"import os; os.environ['HERMES_HOME'] = {str(cold_home)!r}; {LOAD}"],
         "definitions": [python, "-c", LOAD_DEFINITIONS],
     }
     bare_home = Path(tempfile.mkdtemp(prefix="hermes-bench-"))  # no drop-in folder: the built-ins alone
@@ -91,14 +93,14 @@ def main(rounds: int = 15, baseline: str | None = None) -> None:
             f"import os; os.environ['HERMES_HOME'] = {str(other)!r}; {LOAD_DEFINITIONS}",
         ]
         run_ms(commands["baseline"], env, 2, scratch)
-    run_ms([python, "-c", LOAD], env, 2, scratch)  # write bytecode and the caches
+    run_ms([python, "-c", LOAD_DEFINITIONS], env, 2, scratch)  # write bytecode and the caches
     run_ms(commands["definitions, built-ins only"], env, 2, scratch)
     samples = interleave_processes(
         commands,
         env,
         rounds,
         scratch,
-        before={"cold": lambda: shutil.rmtree(home / "cache", ignore_errors=True)},
+        before={"cold": lambda: shutil.rmtree(cold_home / "cache", ignore_errors=True)},
     )
     bare = samples["bare"]
     print(f"{rounds} rounds, each sample a fresh process ({python})")
@@ -152,6 +154,7 @@ def main(rounds: int = 15, baseline: str | None = None) -> None:
         shutil.rmtree(other, ignore_errors=True)
     shutil.rmtree(home, ignore_errors=True)
     shutil.rmtree(bare_home, ignore_errors=True)
+    shutil.rmtree(cold_home, ignore_errors=True)
 
 
 if __name__ == "__main__":
