@@ -336,3 +336,27 @@ def test_a_check_that_meets_a_half_made_import_is_asked_again_once() -> None:
     assert [d["function"]["name"] for d in s.definitions()] == ["a"]
     assert len(tries) == 2
     assert s.hidden()["b"] == "check raised ModuleNotFoundError: No module named 'hermes_no_such_module'"
+
+
+def test_quick_checks_share_a_worker_and_never_run_on_the_callers_thread() -> None:
+    """Twenty quick checks do not start twenty threads (each start costs the first definitions() a GIL
+    hand-off); a check stuck past a moment gets the others a worker of their own (the hanging-check tests)."""
+    s = system_with(config={"tools": {"check_timeout": 5}})
+    ran_on: list[threading.Thread] = []  # the threads themselves: an ident may be reused once a thread ends
+
+    def quick() -> bool:
+        ran_on.append(threading.current_thread())
+        return True
+
+    for i in range(20):
+        # twenty distinct check functions: a function shared by tools is run once
+        s.registry.register(
+            name=f"t{i}", toolset="t", schema=tool(f"t{i}"), handler=print, check_fn=lambda q=quick: q()
+        )
+    assert len(s.definitions()) == 20
+    assert len(ran_on) == 20
+    assert threading.current_thread() not in ran_on
+    # one worker on a quiet machine; on a loaded one a worker that waits long for the CPU looks stuck, and
+    # another is added every 50 ms while none answers (a thread per check would make it 20)
+    assert len(set(ran_on)) < 10, len(set(ran_on))
+    s.close()
