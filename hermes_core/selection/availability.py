@@ -208,9 +208,10 @@ class Availability:
                 time.sleep(_IMPORT_RETRY_SECONDS)
                 result = check(*args)
         except Exception as err:
-            log.warning(
-                "check %s raised %s: %s", getattr(check, "__qualname__", check), type(err).__name__, err
-            )
+            if not self._closed:  # a check the closing system broke under it is no news
+                log.warning(
+                    "check %s raised %s: %s", getattr(check, "__qualname__", check), type(err).__name__, err
+                )
             verdict: Verdict = (False, f"check raised {type(err).__name__}: {err}", False, "")
         else:
             verdict = _judge(result)
