@@ -261,7 +261,7 @@ class McpServer:
 
     async def _off_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn`` on the server's workers (checks and skills must not hold up the connection's loop)."""
-        return await asyncio.get_running_loop().run_in_executor(self.runner.pool, fn, *args)
+        return await self.runner.off_loop(fn, *args)
 
     async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> ListToolsResult:
         from mcp.types import ListToolsResult
