@@ -660,8 +660,8 @@ class ToolSystem:
         if self._closed:
             return
         self._closed = True
+        self.availability.close()  # first: a check still running then meets a closing system quietly
         self.pipeline.close()
-        self.availability.close()
 
     def __enter__(self) -> ToolSystem:
         return self
