@@ -58,7 +58,11 @@ def _int(section: Mapping[str, Any], where: str, key: str, default: int, low: in
     return value
 
 
-def policy_from(section: Mapping[str, Any], where: str) -> NetworkPolicy:
+def policy_from(section: Mapping[str, Any], where: str) -> NetworkPolicy | None:
+    """The section's network policy; None when it sets neither ``allow_networks`` nor ``resolve`` (the default
+    policy, made where a connection is vetted: the tools' checks then need not load the SSRF layer)."""
+    if section.get("allow_networks") is None and section.get("resolve") is None:
+        return None
     from hermes_core.security import NetworkPolicy
 
     try:

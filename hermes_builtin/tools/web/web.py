@@ -103,9 +103,10 @@ def fetch_client(context: CallContext, settings: WebSettings) -> httpx.Client:
 
     def make() -> httpx.Client:
         from hermes_core.safehttp import guarded_client
+        from hermes_core.security import NetworkPolicy
 
         return guarded_client(
-            settings.policy,
+            settings.policy or NetworkPolicy(),
             timeout=settings.timeout,
             headers={"User-Agent": settings.user_agent, "Accept": "text/html,application/pdf,*/*;q=0.8"},
         )
