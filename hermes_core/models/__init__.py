@@ -28,21 +28,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._config import (
-    PROVIDERS,
-    ModelConfigError,
-    ModelSpec,
-    default_model_name,
-    model_problem,
-    model_specs,
-    resolve_spec,
-)
+from ._problem import no_model
 
 if TYPE_CHECKING:
     import httpx
 
+    from ..config import Config
     from ..host import Host
     from ._anthropic import AnthropicClient
+    from ._config import (
+        PROVIDERS,
+        ModelConfigError,
+        ModelSpec,
+        default_model_name,
+        model_specs,
+    )
     from ._openai import OpenAIChatClient
     from ._types import (
         CancelToken,
@@ -91,9 +91,20 @@ __all__ = [
 ]
 
 
+_CONFIG = frozenset(
+    ("PROVIDERS", "ModelConfigError", "ModelSpec", "default_model_name", "model_specs", "resolve_spec")
+)
+
+
 def __getattr__(name: str) -> Any:
-    # the wire clients (and the HTTP machinery under them) and the reply types load on first use: a check that
-    # only asks whether a model is configured, on every start, must not pay for them
+    # the wire clients (and the HTTP machinery under them), the reply types and even the model specs load on
+    # first use: a check that only asks whether a model is configured, on every start, must not pay for them
+    if name in _CONFIG:
+        from . import _config
+
+        value = getattr(_config, name)
+        globals()[name] = value
+        return value
     if name in _TYPES:
         from . import _types
 
@@ -109,6 +120,16 @@ def __getattr__(name: str) -> Any:
 
         return OpenAIChatClient
     raise AttributeError(f"module 'hermes_core.models' has no attribute {name!r}")
+
+
+def model_problem(config: Config, name: str | None = None) -> str | None:
+    """Why model ``name`` (default: the default model) cannot be used, or None when it can."""
+    none_at_all = no_model(config)  # the usual case, asked by checks at every start: no specs loaded for it
+    if none_at_all is not None:
+        return none_at_all
+    from ._config import model_problem as problem
+
+    return problem(config, name)
 
 
 def make_client(spec: ModelSpec, http: httpx.Client | None = None) -> ModelClient:
@@ -144,6 +165,8 @@ def get_model(system: Host, name: str | None = None) -> ModelClient:
     known: dict[str | None, ModelClient] = system.stash("models.by_name", dict, cleanup=lambda _d: None)
     client = known.get(name)
     if client is None:
+        from ._config import resolve_spec
+
         spec = resolve_spec(system.config, name)
         http = system.stash("models.http", _pool)
         client = system.stash(
@@ -155,4 +178,6 @@ def get_model(system: Host, name: str | None = None) -> ModelClient:
 
 def model_names(system: Host) -> list[str]:
     """The names of the configured models (empty when there is no ``[models]`` table)."""
+    from ._config import model_specs
+
     return sorted(model_specs(system.config))

@@ -34,8 +34,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Config, ConfigError, resolve_secret
+from ._problem import NO_MODEL, where
 
-__all__ = ["PROVIDERS", "ModelConfigError", "ModelSpec", "default_model_name", "model_problem", "model_specs"]
+__all__ = [
+    "PROVIDERS",
+    "ModelConfigError",
+    "ModelSpec",
+    "default_model_name",
+    "model_problem",
+    "model_specs",
+    "resolve_spec",
+]
 
 PROVIDERS: dict[str, str] = {
     "openai": "https://api.openai.com/v1",
@@ -78,10 +87,6 @@ class ModelSpec:
         if self.api_key is None and host in _HOSTED:
             return f'model {self.name!r}: {host} needs an api_key (e.g. api_key = {{ env = "..." }})'
         return None
-
-
-def _where(config: Config) -> str:
-    return str(config.path) if config.path is not None else "<config>"
 
 
 def _source(raw: Any) -> str:
@@ -139,8 +144,8 @@ def _spec(name: str, table: Mapping[str, Any], where: str) -> ModelSpec:
 def model_specs(config: Config) -> dict[str, ModelSpec]:
     """Every model of the ``[models]`` table, by name; a bad entry raises ``ConfigError`` naming it."""
     table = config.data.get("models") or {}
-    where = _where(config)
-    return {name: _spec(name, value, where) for name, value in table.items() if isinstance(value, Mapping)}
+    at = where(config)
+    return {name: _spec(name, value, at) for name, value in table.items() if isinstance(value, Mapping)}
 
 
 def default_model_name(config: Config) -> str | None:
@@ -155,30 +160,27 @@ def default_model_name(config: Config) -> str | None:
 
 def resolve_spec(config: Config, name: str | None = None) -> ModelSpec:
     """The spec of model ``name`` (default: the default model); raises ``ModelConfigError`` saying what is wrong."""
-    where = _where(config)
+    at = where(config)
     try:
         specs = model_specs(config)
     except ConfigError as err:
         raise ModelConfigError(str(err)) from None
     if not specs:
-        raise ModelConfigError(
-            f"{where}: no model is configured; add a [models.NAME] table with base_url (and api_key for a hosted "
-            "API), see the README"
-        )
+        raise ModelConfigError(NO_MODEL.format(where=at))
     chosen = name or default_model_name(config)
     if chosen is None:
         raise ModelConfigError(
-            f"{where}: several models are configured ({', '.join(sorted(specs))}) and none is the default; "
+            f"{at}: several models are configured ({', '.join(sorted(specs))}) and none is the default; "
             "set models.default or pass a model name"
         )
     spec = specs.get(chosen)
     if spec is None:
         raise ModelConfigError(
-            f"{where}: unknown model {chosen!r}; configured models: {', '.join(sorted(specs))}"
+            f"{at}: unknown model {chosen!r}; configured models: {', '.join(sorted(specs))}"
         )
     problem = spec.problem()
     if problem is not None:
-        raise ModelConfigError(f"{where}: {problem}")
+        raise ModelConfigError(f"{at}: {problem}")
     return spec
 
 
