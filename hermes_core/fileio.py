@@ -408,7 +408,7 @@ def which(name: str, path: str | None = None) -> str | None:
         path = os.environ.get("PATH")
         if path is None:
             try:
-                path = os.confstr("CS_PATH") or os.defpath
+                path = os.confstr("CS_PATH")
             except (AttributeError, ValueError):
                 path = os.defpath
     if not path:

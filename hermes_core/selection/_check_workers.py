@@ -54,7 +54,7 @@ class CheckWorkers:
             self._start()
 
     def close(self) -> None:
-        """Take no more jobs' workers: idle workers end now, busy ones after their current job."""
+        """Let the workers go: idle ones end now, busy ones once no job is left in the queue."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
