@@ -127,9 +127,13 @@ def model_problem(config: Config, name: str | None = None) -> str | None:
     none_at_all = no_model(config)  # the usual case, asked by checks at every start: no specs loaded for it
     if none_at_all is not None:
         return none_at_all
-    from ._config import model_problem as problem
+    from ._config import ModelConfigError, resolve_spec
 
-    return problem(config, name)
+    try:
+        resolve_spec(config, name)
+    except ModelConfigError as err:
+        return str(err)
+    return None
 
 
 def make_client(spec: ModelSpec, http: httpx.Client | None = None) -> ModelClient:

@@ -41,7 +41,6 @@ __all__ = [
     "ModelConfigError",
     "ModelSpec",
     "default_model_name",
-    "model_problem",
     "model_specs",
     "resolve_spec",
 ]
@@ -182,12 +181,3 @@ def resolve_spec(config: Config, name: str | None = None) -> ModelSpec:
     if problem is not None:
         raise ModelConfigError(f"{at}: {problem}")
     return spec
-
-
-def model_problem(config: Config, name: str | None = None) -> str | None:
-    """Why model ``name`` (default: the default model) cannot be used, or None when it can."""
-    try:
-        resolve_spec(config, name)
-    except ModelConfigError as err:
-        return str(err)
-    return None
