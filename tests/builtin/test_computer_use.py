@@ -100,11 +100,24 @@ class App:
             pass
 
     def said(self) -> list[str]:
+        """What the app printed since the last look (after a moment for stragglers)."""
         time.sleep(0.3)
         found = []
         while not self.lines.empty():
             found.append(self.lines.get())
         return found
+
+    def said_at_least(self, line: str, times: int = 1, timeout: float = 10) -> list[str]:
+        """What the app printed, once ``line`` came ``times`` times (a busy machine may take seconds), plus any
+        stragglers: so a caller can also check that no more came than it expects."""
+        found: list[str] = []
+        deadline = time.monotonic() + timeout
+        while found.count(line) < times and time.monotonic() < deadline:
+            try:
+                found.append(self.lines.get(timeout=max(0.0, deadline - time.monotonic())))
+            except queue.Empty:
+                break
+        return found + self.said()
 
     def close(self) -> None:
         self.proc.kill()
@@ -183,22 +196,22 @@ def test_move_type_key_and_scroll(make_builtin_system: Make, display: str, app: 
     assert (
         system.call("computer_use", {"action": "move", "x": 50, "y": 60}) == "Moved the pointer to (50, 60)."
     )
-    assert "motion 50 60" in app.said()
+    assert "motion 50 60" in app.said_at_least("motion 50 60")
     system.call("computer_use", {"action": "click", "x": 160, "y": 228})  # focus the entry
     assert system.call("computer_use", {"action": "type", "text": "héllo wörld"}) == "Typed 11 characters."
     assert system.call("computer_use", {"action": "key", "keys": "Return"}) == "Pressed Return."
-    assert "entered héllo wörld" in app.said()
+    assert "entered héllo wörld" in app.said_at_least("entered héllo wörld")
     system.call("computer_use", {"action": "key", "keys": "ctrl+slash BackSpace"})  # Tk: select all, delete
     system.call("computer_use", {"action": "type", "text": "second"})
     system.call("computer_use", {"action": "key", "keys": "Return"})
-    assert "entered second" in app.said()
+    assert "entered second" in app.said_at_least("entered second")
     scrolled = system.call(
         "computer_use", {"action": "scroll", "direction": "down", "amount": 2, "x": 100, "y": 100}
     )
     assert scrolled == "Scrolled down 2 step(s) at (100, 100)."
-    assert app.said().count("wheel down") == 2
+    assert app.said_at_least("wheel down", 2).count("wheel down") == 2
     system.call("computer_use", {"action": "scroll", "direction": "up"})
-    assert app.said().count("wheel up") == 3
+    assert app.said_at_least("wheel up", 3).count("wheel up") == 3
 
 
 def test_nothing_happens_without_approval(make_builtin_system: Make, display: str, app: App) -> None:
