@@ -1029,7 +1029,8 @@ def _collect(text: str, raw: bytes, regions: list[Span] | None = None) -> list[S
             _every(text, form, spans)
     if _has(raw, b"Q~", 1):
         _tokens(text, _EVERYWHERE, spans)
-    runs = _token_windows(text, low, spans, [] if regions is None else regions)
+    windows: list[Span] = [] if regions is None else regions
+    runs = _token_windows(text, low, spans, windows)
     # an AWS key id is a run of 20 token characters: it stands in the windows, if anywhere
     if (
         ((b"kia" in present and b"KIA" in raw) or (b"sia" in present and b"SIA" in raw))
@@ -1045,7 +1046,11 @@ def _collect(text: str, raw: bytes, regions: list[Span] | None = None) -> list[S
         _pem_blocks(text, spans)
         public = _public_blocks(text)
     before = len(spans)
-    _key_lines(text, low, spans)
+    # A key line of 20 base64 characters or more is a run of token characters (so a window), and a shorter
+    # one counts only after a full-width one or right before an END line: without either, prose, most pages,
+    # there is none, and the scan of every line's end is spared.
+    if windows or b"-----END " in raw:
+        _key_lines(text, low, spans)
     if public:
         spans[before:] = [s for s in spans[before:] if not any(a <= s[0] < b for a, b in public)]
     if b"://" in present:

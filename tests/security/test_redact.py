@@ -387,6 +387,14 @@ def test_a_private_key_printed_line_by_line_leaks_no_line() -> None:
     # the last, short line of a key after the others
     tail = "\n".join(body[-3:]) + "\n-----END RSA PRIVATE KEY-----"
     assert not any(line in redact(tail) for line in body[-3:])
+    # ... and alone before the END line (a page that starts there), too short to be a run of 20 token
+    # characters: nothing else on the page looks like key material
+    for last in ("Zk3pQ9xLmT7vB2wRq==", "a8Xk2Lq9Zt4mWp7Rs"):
+        for page in (
+            f"{last}\n-----END OPENSSH PRIVATE KEY-----",
+            f"    41\t{last}\n    42\t-----END PRIVATE KEY-----",
+        ):
+            assert last not in redact(page), page
 
 
 def test_a_private_key_numbered_by_cat_n_leaks_no_line() -> None:
