@@ -832,8 +832,10 @@ class _Triggers:
         self._reported = reported = words.reported(data)
         self._hiders = words.hiders
         self.present: frozenset[bytes] | bytes = data
-        if reported is not None:
+        if reported:
             self.present = frozenset(word for word in words.words if self._there(word, reported))
+        elif reported is not None:  # a word anywhere makes the pass report something: none is there
+            self.present = frozenset()
 
     def _checks(self, word: bytes, reported: dict[bytes, list[int]]) -> int:
         """How many places the one pass may have passed ``word`` over."""
