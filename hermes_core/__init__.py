@@ -26,7 +26,6 @@ module of ``hermes_core`` is an implementation detail, and ``tests/test_layering
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
 from . import registry
@@ -51,9 +50,6 @@ if TYPE_CHECKING:
     from .system import ToolSystem
 
 __version__ = "0.1.0"
-
-# A library logs; the host application decides where the records go.
-logging.getLogger("hermes").addHandler(logging.NullHandler())
 
 __all__ = [
     "ApprovalDenied",

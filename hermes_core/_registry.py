@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
+
+from ._log import get_logger
 
 __all__ = [
     "FIELDS",
@@ -37,7 +38,7 @@ __all__ = [
     "provenance",
 ]
 
-log = logging.getLogger("hermes.registry")
+log = get_logger("hermes.registry")
 
 SchemaCheck = Callable[[str, Mapping[str, Any]], None]
 """``check(name, schema)`` raises ``InvalidSchemaError`` to refuse a schema (``hermes_core.schema.SchemaChecker``)."""

@@ -13,18 +13,18 @@ between turns, or waits for one with ``wait_notification``.
 from __future__ import annotations
 
 import itertools
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+from ._log import get_logger
 from .stash import Stash
 
 __all__ = ["Session", "Sessions"]
 
 T = TypeVar("T")
-log = logging.getLogger("hermes")
+log = get_logger("hermes")
 
 
 class Session:

@@ -8,16 +8,17 @@ state, and ``system.close()`` releases everything in the reverse order it was ma
 from __future__ import annotations
 
 import contextlib
-import logging
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from ._log import get_logger
 
 __all__ = ["Stash"]
 
 T = TypeVar("T")
 
-log = logging.getLogger("hermes")
+log = get_logger("hermes")
 
 
 class Stash:

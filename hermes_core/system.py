@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from . import paths
+from ._log import get_logger
 from .config import Config, load_config
 from .context import CallContext, Guard, approver_override, workspace_override
 from .decisions import CallOutcome
@@ -24,7 +24,7 @@ from .stash import Stash
 
 __all__ = ["ToolSystem"]
 
-log = logging.getLogger("hermes")
+log = get_logger("hermes")
 
 T = TypeVar("T")
 ToolCallSpec = tuple[str, Any] | Mapping[str, Any]

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import queue
 import threading
 import weakref
 from collections.abc import Callable, Coroutine, Iterator
 from contextvars import ContextVar, copy_context
 from typing import Any, TypeVar
+
+from .._log import get_logger
 
 __all__ = [
     "CallCancelled",
@@ -37,7 +38,7 @@ __all__ = [
     "run_cancellable",
 ]
 
-log = logging.getLogger("hermes.cancel")
+log = get_logger("hermes.cancel")
 T = TypeVar("T")
 
 

@@ -12,7 +12,6 @@ import asyncio
 import functools
 import itertools
 import json
-import logging
 import threading
 import time
 import uuid
@@ -21,6 +20,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from .._aio.cancel import CallCancelled, CancelToken, current_token, run_cancellable
+from .._log import get_logger
 from ..decisions import CallOutcome
 from ..models import ModelClient, ModelError, ModelReply, ToolCall, Usage, get_model
 from ..selection import SEARCH_TOOL
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MAX_TURNS", "DEFAULT_SYSTEM_PROMPT", "Agent", "new_session_id"]
 
-log = logging.getLogger("hermes.agent")
+log = get_logger("hermes.agent")
 
 DEFAULT_MAX_TURNS = 30
 DEFAULT_SYSTEM_PROMPT = (

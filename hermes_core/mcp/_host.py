@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._log import get_logger
 from ..errors import ToolError
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ServerRequests", "fill_form"]
 
-log = logging.getLogger("hermes.mcp")
+log = get_logger("hermes.mcp")
 
 AskUser = Callable[[str, Any], str]
 _PREVIEW = 300

@@ -16,17 +16,17 @@ import contextlib
 import hashlib
 import hmac
 import json
-import logging
 import socket
 from collections.abc import Awaitable, Callable
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
 
+from .._log import get_logger
 from ._sessions import COOKIE, ClientSessions
 
 __all__ = ["BearerGuard", "SessionCookies", "guarded_protocol"]
 
-log = logging.getLogger("hermes.mcp.server")
+log = get_logger("hermes.mcp.server")
 
 ASGIApp = Callable[..., Awaitable[None]]
 

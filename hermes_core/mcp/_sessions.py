@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import logging
 import secrets
 import threading
 import time
@@ -30,12 +29,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._log import get_logger
+
 if TYPE_CHECKING:
     from ..system import ToolSystem
 
 __all__ = ["COOKIE", "ClientSessions"]
 
-log = logging.getLogger("hermes.mcp.server")
+log = get_logger("hermes.mcp.server")
 
 COOKIE = "hermes_mcp_session"
 

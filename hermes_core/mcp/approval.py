@@ -27,7 +27,6 @@ import concurrent.futures as cf
 import hashlib
 import hmac
 import json
-import logging
 import secrets
 import threading
 import time
@@ -37,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from .._aio.cancel import current_token
+from .._log import get_logger
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = ["APPROVAL_SCHEMA", "ClientCall", "Rounds", "StateRefused", "question_schema"]
 
-log = logging.getLogger("hermes.mcp.server")
+log = get_logger("hermes.mcp.server")
 
 APPROVAL_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -34,6 +34,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
 
+from .._log import get_logger
 from ..context import CallContext
 from ..decisions import ToolOutput
 from ..errors import ToolError
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = ["STASH_KEY", "McpClients", "http_hint", "start_servers"]
 
-log = logging.getLogger("hermes.mcp")
+log = get_logger("hermes.mcp")
 T = TypeVar("T")
 
 STASH_KEY = "mcp.client"

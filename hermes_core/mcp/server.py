@@ -32,7 +32,6 @@ import functools
 import ipaddress
 import itertools
 import json
-import logging
 import re
 import secrets
 import socket
@@ -41,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from .._aio.cancel import CancelToken, cancel_scope
+from .._log import get_logger
 from ..decisions import CallOutcome
 from ._http import BearerGuard
 from ._runner import CallRunner, CallTookTooLong
@@ -72,7 +72,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BearerGuard", "McpServer", "annotations_for", "is_loopback", "outcome_to_result"]
 
-log = logging.getLogger("hermes.mcp.server")
+log = get_logger("hermes.mcp.server")
 
 INSTRUCTIONS = (
     "Tools of a hermes-tools system. Every call is validated, guarded and may need the user's approval; "

@@ -11,12 +11,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import logging
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._log import get_logger
 from ._types import CancelToken, ModelError, ModelReply, RetryCallback
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ __all__ = [
     "retry_after_seconds",
 ]
 
-log = logging.getLogger("hermes.models")
+log = get_logger("hermes.models")
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 _BASE_DELAY = 0.5

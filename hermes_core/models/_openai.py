@@ -14,11 +14,11 @@ sent back with the assistant turns of the current task (``keep_reasoning``), nev
 from __future__ import annotations
 
 import json
-import logging
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._log import get_logger
 from ._client import HttpModelClient, content_text
 from ._http import Attempt, classify_error, error_info, iter_sse
 from ._types import CancelToken, ModelError, ModelReply, RetryCallback, TextCallback, ToolCall, Usage
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["OpenAIChatClient", "wire_messages"]
 
-log = logging.getLogger("hermes.models")
+log = get_logger("hermes.models")
 
 _FINISH = {
     "stop": "stop",

@@ -17,7 +17,6 @@ import contextvars
 import functools
 import itertools
 import json
-import logging
 import os
 import threading
 import time
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .._aio.cancel import CallCancelled, CancelToken, cancellable, current_token, interrupt_on_cancel
 from .._aio.watchdog import HandlerTimeout, Watchdog
+from .._log import get_logger
 from .._signatures import handler_shape
 from ..context import ApprovalDenied, CallContext, Guard
 from ..decisions import CallOutcome, RequireApproval, Status, ToolOutput
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ContextFactory", "Pipeline", "Selection"]
 
-log = logging.getLogger("hermes.pipeline")
+log = get_logger("hermes.pipeline")
 
 Names = Any  # Sequence[str] | str | None, as ``ToolSystem`` takes them
 

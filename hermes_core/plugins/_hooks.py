@@ -24,7 +24,6 @@ by a small caller made once per implementation (``_caller``), which keeps the pe
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -33,12 +32,13 @@ from typing import Any
 
 import pluggy
 
+from .._log import get_logger
 from .._trace import trace, trace_enabled
 from ..decisions import Block, RequireApproval, Rewrite
 
 __all__ = ["ONCE_PER_PLUGIN", "Each", "HookRunner", "HookStop", "Impl", "refusals"]
 
-log = logging.getLogger("hermes.plugins")
+log = get_logger("hermes.plugins")
 
 PRE_ARGS = ("name", "arguments", "entry", "context")
 POST_ARGS = (*PRE_ARGS, "outcome")

@@ -14,7 +14,6 @@ import gc
 import importlib
 import importlib.util
 import itertools
-import logging
 import sys
 import time
 import types
@@ -27,6 +26,7 @@ import pluggy
 
 from .. import hookspecs
 from .._blake import blake2b
+from .._log import get_logger
 from .._trace import trace
 from ..registry import (
     Provenance,
@@ -46,7 +46,7 @@ from ._precedence import Arbiter, announce_once, first_party_module, is_first_pa
 
 __all__ = ["PluginHost", "PluginLoadError", "PluginRecord"]
 
-log = logging.getLogger("hermes.plugins")
+log = get_logger("hermes.plugins")
 _system_ids = itertools.count(1)
 
 

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import sys
 import threading
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
+from .._log import get_logger
 from ..registry import ReservedToolName, ToolEntry, ToolNameConflict
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ __all__ = [
 FIRST_PARTY_DISTRIBUTION = "hermes-tools"
 FIRST_PARTY_ENTRY_POINT = "builtin"
 
-log = logging.getLogger("hermes.plugins")
+log = get_logger("hermes.plugins")
 _announced: set[tuple[str, str]] = set()
 _announce_lock = threading.Lock()
 _muted = 0  # > 0 while a command reports what loading found itself (hermes plugins doctor, plugins list)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-import logging
 import selectors
 import socket
 import struct
@@ -21,11 +20,12 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._log import get_logger
 from ._egress import EgressPolicy, EgressRefused
 
 __all__ = ["EgressProxy"]
 
-log = logging.getLogger("hermes.sandbox.proxy")
+log = get_logger("hermes.sandbox.proxy")
 
 _HEAD_LIMIT = 64 * 1024
 _HOP_HEADERS = {b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive"}

@@ -8,8 +8,10 @@ import queue
 import subprocess
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 __all__ = ["Spawner", "feed", "pidfd", "wait_exit"]
 
@@ -32,6 +34,8 @@ class Spawner:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="hermes-sandbox-spawner", daemon=True)
                 self._thread.start()
+        from concurrent.futures import Future  # (it loads logging: only when a process starts)
+
         future: Future[Any] = Future()
         self._queue.put((fn, future))
         return future.result()

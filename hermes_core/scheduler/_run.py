@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._log import get_logger
 from ..context import calls_approved_by, calls_in_workspace
 
 if TYPE_CHECKING:
@@ -106,9 +107,7 @@ def execute_job(system: Host, job: Job, *, slot: float, session_id: str) -> JobR
                 _deliver(system, job, result, slot)
         return result
     except Exception as err:  # a job must never take its scheduler down
-        import logging
-
-        logging.getLogger("hermes.scheduler").exception("job %s failed", job.id)
+        get_logger("hermes.scheduler").exception("job %s failed", job.id)
         return JobResult("error", f"the scheduler could not run the job: {type(err).__name__}: {err}")
     finally:
         system.close_session(session_id)  # each run starts fresh: its environment and processes end here

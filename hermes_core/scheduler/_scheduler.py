@@ -15,12 +15,12 @@ seconds (jobs made by other processes are seen within a tick), and wakes at once
 from __future__ import annotations
 
 import concurrent.futures as cf
-import logging
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._log import get_logger
 from ._run import execute_job
 from ._schedule import count_slots, latest_slot, next_slot
 from ._store import Job, JobStore, Run, new_owner
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CATCH_UP", "Scheduler", "SchedulerSettings"]
 
-log = logging.getLogger("hermes.scheduler")
+log = get_logger("hermes.scheduler")
 
 CATCH_UP = ("once", "skip")
 Clock = Callable[[], float]

@@ -7,18 +7,18 @@ or that exceeds the work bounds, is dangerous (fail closed).
 
 from __future__ import annotations
 
-import logging
 import os
 import unicodedata
 from pathlib import Path
 
+from .._log import get_logger
 from ._shell import ShellSyntaxError, parse
 from ._verdicts import CommandVerdict, Finding
 
 __all__ = ["MAX_COMMAND_CHARS", "classify_command", "normalize_command"]
 
 MAX_COMMAND_CHARS = 64 * 1024
-log = logging.getLogger("hermes.security")
+log = get_logger("hermes.security")
 
 
 def normalize_command(cmd: str) -> str:

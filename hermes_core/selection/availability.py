@@ -22,20 +22,20 @@ is still used while the check runs again. Who waits for what:
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
+from .._log import get_logger
 from ..decisions import Unavailable
 from ..registry import ToolEntry
 from ._check_workers import CheckWorkers
 
 __all__ = ["Availability", "Unavailable", "takes_system"]
 
-log = logging.getLogger("hermes.checks")
+log = get_logger("hermes.checks")
 _IMPORT_RETRY_SECONDS = 0.05
 _monotonic = time.monotonic
 

@@ -23,7 +23,6 @@ benchmark's real definitions).
 from __future__ import annotations
 
 import json
-import logging
 import re
 import threading
 import time
@@ -31,6 +30,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from .._log import get_logger
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -51,7 +52,7 @@ __all__ = [
     "estimate_tokens",
 ]
 
-log = logging.getLogger("hermes.search")
+log = get_logger("hermes.search")
 # the name an in-process plugin without one is given (hermes_core.plugins: "plugin-<id in hex>")
 _ANONYMOUS_PLUGIN = re.compile(r"plugin-[0-9a-f]+")
 

@@ -7,12 +7,12 @@ kept on the selection, so a repeat ``definitions()`` costs a dict look-up.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._log import get_logger
 from ..registry import ToolEntry, ToolRegistry
 from .availability import Availability, takes_system
 from .deferral import SEARCH_TOOL
@@ -20,7 +20,7 @@ from .toolsets import Toolsets
 
 __all__ = ["Names", "Runnable", "Selection", "Selector"]
 
-log = logging.getLogger("hermes")
+log = get_logger("hermes")
 
 Names = Sequence[str] | str | None
 _DEFAULT_KEY = (None, None, None)

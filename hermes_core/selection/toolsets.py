@@ -9,19 +9,19 @@ for a plugin that is not installed changes nothing, so it must not break every c
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._log import get_logger
 from ..registry import ToolRegistry
 
 __all__ = ["ALL", "CompositeToolset", "ToolsetError", "Toolsets", "UnknownToolsetError"]
 
 ALL = "all"
 
-log = logging.getLogger("hermes.toolsets")
+log = get_logger("hermes.toolsets")
 
 
 class ToolsetError(ValueError):

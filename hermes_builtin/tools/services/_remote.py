@@ -10,7 +10,6 @@ records (Telegram puts the bot token in the URL path).
 
 from __future__ import annotations
 
-import logging
 import math
 import threading
 import time
@@ -21,9 +20,17 @@ from urllib.parse import quote, urlsplit
 from hermes_core import ToolError, __version__
 
 if TYPE_CHECKING:
+    import logging
+
     import httpx
 
 T = TypeVar("T")
+
+
+def _log() -> logging.Logger:
+    import logging
+
+    return logging.getLogger("hermes.builtin.remote")
 
 
 class Owner(Protocol):
@@ -44,7 +51,6 @@ __all__ = [
     "scrub",
 ]
 
-log = logging.getLogger("hermes.builtin.remote")
 
 HTTP_STASH_KEY = "remote.http"
 MAX_RETRY_WAIT = 10.0  # a 429 that asks for a longer wait is reported to the model instead of waited out
@@ -69,16 +75,14 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
-class _ScrubSecrets(logging.Filter):
-    """Removes known service secrets from httpx's request log lines (``HTTP Request: POST <url>``)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if _known_secrets:
-            message = record.getMessage()
-            clean = scrub(message, _known_secrets)
-            if clean != message:
-                record.msg, record.args = clean, None
-        return True
+def _scrub_record(record: logging.LogRecord) -> bool:
+    """A filter for httpx's request log lines (``HTTP Request: POST <url>``): known service secrets removed."""
+    if _known_secrets:
+        message = record.getMessage()
+        clean = scrub(message, _known_secrets)
+        if clean != message:
+            record.msg, record.args = clean, None
+    return True
 
 
 def _remember(secrets: Iterable[str]) -> None:
@@ -88,7 +92,9 @@ def _remember(secrets: Iterable[str]) -> None:
         if fresh:
             _known_secrets = _known_secrets | fresh
         if not _filter_installed:
-            logging.getLogger("httpx").addFilter(_ScrubSecrets())
+            import logging  # (here, not at import: a start that calls no service need not load it)
+
+            logging.getLogger("httpx").addFilter(_scrub_record)
             _filter_installed = True
 
 
@@ -222,7 +228,7 @@ class Service:
             except (httpx.HTTPError, httpx.InvalidURL) as err:
                 reason = self.scrub(_one_line(f"{type(err).__name__}: {err}"))
                 raise ToolError(f"cannot reach {self.name} while {what} ({reason})") from None
-            log.debug("%s, %s: HTTP %d", self.name, what, response.status_code)
+            _log().debug("%s, %s: HTTP %d", self.name, what, response.status_code)
             if response.status_code != 429:
                 return response
             wait = retry_after(response)
