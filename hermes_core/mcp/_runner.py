@@ -1,6 +1,7 @@
 """Where ``hermes mcp serve`` runs tool calls: a bounded pool shared fairly by the client sessions.
 
-Every call runs on one of ``workers`` threads. A session runs at most ``session_concurrency`` calls at once; its
+Every call runs on a worker thread: two while calls keep ending, more (up to ``workers``) when calls wait
+behind workers that are blocked (see ``_Workers``). A session runs at most ``session_concurrency`` calls at once; its
 further calls wait for one of its own to end, never for other sessions' calls, so one client's long calls
 cannot delay another's short ones. Each call runs under a ``CancelToken`` of its own (``hermes_core.cancellation``,
 the mechanism the agent loop uses too). A call that the client cancels (``notifications/cancelled``, or a closed
@@ -16,6 +17,7 @@ import asyncio
 import contextlib
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import TypeVar
@@ -27,6 +29,9 @@ __all__ = ["CallRunner", "CallTookTooLong"]
 T = TypeVar("T")
 
 _AFTER_LIMIT = 5.0  # seconds a call cancelled for its duration gets to report how it ended
+_CORE = 2  # workers that run calls while the calls keep ending (see _Workers)
+_STUCK = 0.02  # seconds with calls waiting and no worker taking one: the workers are stuck, more start
+_LINGER = 2.0  # seconds a worker beyond the core waits for a call before it ends
 
 
 class CallTookTooLong(Exception):
@@ -72,41 +77,74 @@ class _Gate:
 
 
 class _Workers:
-    """Daemon threads fed by one queue, started as calls need them, at most ``size``.
+    """Daemon threads fed by one queue: up to ``core`` of them as calls come, more only for calls that wait while
+    every worker has been on its call for ``_STUCK`` seconds (blocked: a sleep, a slow server), at most ``size``.
 
-    A call costs one queue put and one wake-up of the loop when it ends, where ``run_in_executor`` on a
-    ``ThreadPoolExecutor`` with ``wait_for`` and ``shield`` around it cost ~85 us more (their locks, futures and
-    callbacks are taken on the loop thread, which serves every session's HTTP as well)."""
+    Threads beyond the few that the GIL lets work at once fight over it: 32 workers each running a short call cost
+    a fifth more CPU a call than two (context switches, GIL hand-offs; ``bench_mcp.py``, 8 sessions on
+    2026-07-28: 0.58x of the SDK's throughput against 0.70x). So short calls queue for the core workers, a
+    blocked pool grows (doubling every ``_STUCK`` while calls still wait), and a worker beyond the core ends after
+    ``_LINGER`` seconds without a call. A call costs one queue put and one wake-up of the loop when it ends, where
+    ``run_in_executor`` on a ``ThreadPoolExecutor`` with ``wait_for`` and ``shield`` around it cost ~85 us more
+    (their locks, futures and callbacks are taken on the loop thread, which serves every session's HTTP as well).
+    Use from one event loop."""
 
-    def __init__(self, size: int, name: str) -> None:
+    def __init__(self, size: int, name: str, core: int = _CORE) -> None:
         self._jobs: queue.SimpleQueue[Callable[[bool], None] | None] = queue.SimpleQueue()
         self._size = size
+        self._core = max(1, min(core, size))
         self._name = name
         self._lock = threading.Lock()
         self._threads = 0
         self._idle = 0  # workers waiting for a job
         self._pending = 0  # jobs queued and not yet taken
+        self._last_start = 0.0  # when a worker last took a job
         self._closed = False
+        self._timer: asyncio.TimerHandle | None = None
 
     def submit(self, job: Callable[[bool], None]) -> None:
         """Queue ``job`` (it must not raise; it is told whether to skip its work because the runner closed); a new
-        worker starts when the idle ones cannot take it."""
+        worker starts when the idle ones cannot take it and the core is not full, or later if it waits stuck."""
         with self._lock:
             if self._closed:
                 raise RuntimeError("the call runner is closed")
             self._pending += 1
-            start = self._pending > self._idle and self._threads < self._size
+            waits = self._pending > self._idle
+            start = waits and self._threads < self._core
             if start:
                 self._threads += 1
         self._jobs.put(job)
         if start:
-            threading.Thread(target=self._work, name=self._name, daemon=True).start()
+            self._start()
+        elif waits and self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(_STUCK, self._rescue)
+
+    def _start(self) -> None:
+        threading.Thread(target=self._work, name=self._name, daemon=True).start()
+
+    def _rescue(self) -> None:
+        """(On the loop.) Jobs still wait: if no worker took one for ``_STUCK`` seconds, all are stuck."""
+        self._timer = None
+        with self._lock:
+            waiting = self._pending - self._idle
+            if self._closed or waiting <= 0:
+                return
+            add = 0
+            if time.monotonic() - self._last_start >= _STUCK:
+                add = min(waiting, max(1, self._threads), self._size - self._threads)
+                self._threads += add
+        for _ in range(add):
+            self._start()
+        self._timer = asyncio.get_running_loop().call_later(_STUCK, self._rescue)
 
     def close(self) -> None:
         """Workers end; jobs still queued answer that the server is closing instead of running."""
         with self._lock:
             self._closed = True
             count = self._threads
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         for _ in range(count):
             self._jobs.put(None)
 
@@ -115,7 +153,16 @@ class _Workers:
         while True:
             with lock:
                 self._idle += 1
-            job = jobs.get()
+            try:
+                job = jobs.get(timeout=_LINGER)
+            except queue.Empty:
+                with lock:
+                    self._idle -= 1
+                    # beyond the core, and no job waits that the other idle workers will not take: end
+                    if self._threads > self._core and self._pending <= self._idle:
+                        self._threads -= 1
+                        return
+                continue
             with lock:
                 self._idle -= 1
                 if job is None:
@@ -123,6 +170,7 @@ class _Workers:
                     return
                 self._pending -= 1
                 closed = self._closed
+                self._last_start = time.monotonic()
             job(closed)
 
 

@@ -103,3 +103,56 @@ def test_calls_still_queued_when_the_runner_closes_never_run() -> None:
 
     asyncio.run(main())
     assert ran == []
+
+
+def _call_threads() -> int:
+    return sum(1 for t in threading.enumerate() if t.name == "hermes-mcp-call" and t.is_alive())
+
+
+def test_short_calls_share_the_core_workers_and_blocked_ones_are_covered_by_more(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Short calls of many sessions run on two threads (more would only fight over the GIL); calls that block
+    get workers of their own within a few tens of ms, so a short call behind them still answers at once, and
+    the extra workers end once they have had nothing to do for a while."""
+    from hermes_core.mcp import _runner
+
+    monkeypatch.setattr(_runner, "_LINGER", 0.3)
+    before = _call_threads()
+
+    async def main() -> None:
+        runner = CallRunner(workers=16, session_concurrency=4, max_call_seconds=30)
+
+        def short(_token: CancelToken) -> int:
+            sum(range(20_000))  # a little work that holds the GIL, like a read_file page
+            return threading.get_ident()
+
+        idents = await asyncio.gather(*(runner.run(f"s{i % 20}", short) for i in range(200)))
+        assert len(set(idents)) <= 2
+        release = threading.Event()
+        started: list[int] = []
+
+        def blocked(_token: CancelToken) -> bool:
+            started.append(1)
+            return release.wait(10)
+
+        stuck = [asyncio.create_task(runner.run(f"b{i % 3}", blocked)) for i in range(9)]
+        begun = time.perf_counter()
+        assert await runner.run("c", short)
+        assert time.perf_counter() - begun < 1.0  # not behind the nine blocked calls
+        for _ in range(100):
+            if len(started) == 9:
+                break
+            await asyncio.sleep(0.02)
+        assert len(started) == 9  # every blocked call got a worker
+        assert _call_threads() - before >= 9
+        release.set()
+        assert await asyncio.gather(*stuck) == [True] * 9
+        for _ in range(100):  # the extra workers end; the core stays
+            if _call_threads() - before <= 2:
+                break
+            await asyncio.sleep(0.05)
+        assert _call_threads() - before <= 2
+        runner.close()
+
+    asyncio.run(main())
