@@ -1,7 +1,7 @@
 """Where ``hermes mcp serve`` runs tool calls: a bounded pool shared fairly by the client sessions.
 
-Every call runs on a worker thread: two while calls keep ending, more (up to ``workers``) when calls wait
-behind workers that are blocked (see ``_Workers``). A session runs at most ``session_concurrency`` calls at once; its
+Every call runs on a worker thread: two compute at once, and a worker blocked in its call is covered by another
+while calls wait, up to ``workers`` (see ``_Workers``). A session runs at most ``session_concurrency`` calls at once; its
 further calls wait for one of its own to end, never for other sessions' calls, so one client's long calls
 cannot delay another's short ones. Each call runs under a ``CancelToken`` of its own (``hermes_core.cancellation``,
 the mechanism the agent loop uses too). A call that the client cancels (``notifications/cancelled``, or a closed
@@ -29,8 +29,8 @@ __all__ = ["CallRunner", "CallTookTooLong"]
 T = TypeVar("T")
 
 _AFTER_LIMIT = 5.0  # seconds a call cancelled for its duration gets to report how it ended
-_CORE = 2  # workers that run calls while the calls keep ending (see _Workers)
-_STUCK = 0.02  # seconds with calls waiting and no worker taking one: the workers are stuck, more start
+_CORE = 2  # workers that compute at once (see _Workers)
+_STUCK = 0.02  # seconds on one call after which a worker that mostly waited counts as blocked
 _LINGER = 2.0  # seconds a worker beyond the core waits for a call before it ends
 
 
@@ -77,14 +77,15 @@ class _Gate:
 
 
 class _Workers:
-    """Daemon threads fed by one queue: up to ``core`` of them as calls come, more only for calls that wait while
-    every worker has been on its call for ``_STUCK`` seconds (blocked: a sleep, a slow server), at most ``size``.
+    """Daemon threads fed by one queue, at most ``size``: ``core`` of them that compute, and one more for each
+    worker blocked in its call while calls wait (it has been on the call for ``_STUCK`` seconds and used less
+    than a quarter of that time on the CPU: a sleep, a slow server, a subprocess).
 
     Threads beyond the few that the GIL lets work at once fight over it: 32 workers each running a short call cost
     a fifth more CPU a call than two (context switches, GIL hand-offs; ``bench_mcp.py``, 8 sessions on
-    2026-07-28: 0.58x of the SDK's throughput against 0.70x). So short calls queue for the core workers, a
-    blocked pool grows (doubling every ``_STUCK`` while calls still wait), and a worker beyond the core ends after
-    ``_LINGER`` seconds without a call. A call costs one queue put and one wake-up of the loop when it ends, where
+    2026-07-28: 0.58x of the SDK's throughput against 0.70x). So short calls queue for the core workers, calls
+    that wait on I/O still run side by side (the pool grows by the blocked workers, every ``_STUCK`` while calls
+    wait), and a worker beyond the core ends after ``_LINGER`` seconds without a call. A call costs one queue put and one wake-up of the loop when it ends, where
     ``run_in_executor`` on a ``ThreadPoolExecutor`` with ``wait_for`` and ``shield`` around it cost ~85 us more
     (their locks, futures and callbacks are taken on the loop thread, which serves every session's HTTP as well).
     Use from one event loop."""
@@ -98,7 +99,9 @@ class _Workers:
         self._threads = 0
         self._idle = 0  # workers waiting for a job
         self._pending = 0  # jobs queued and not yet taken
-        self._last_start = 0.0  # when a worker last took a job
+        self._running: dict[
+            int, tuple[float, float]
+        ] = {}  # worker -> when it took its job: wall, its CPU clock
         self._closed = False
         self._timer: asyncio.TimerHandle | None = None
 
@@ -123,16 +126,17 @@ class _Workers:
         threading.Thread(target=self._work, name=self._name, daemon=True).start()
 
     def _rescue(self) -> None:
-        """(On the loop.) Jobs still wait: if no worker took one for ``_STUCK`` seconds, all are stuck."""
+        """(On the loop.) Jobs still wait: start one worker for each that is blocked, so ``core`` compute."""
         self._timer = None
         with self._lock:
             waiting = self._pending - self._idle
             if self._closed or waiting <= 0:
                 return
-            add = 0
-            if time.monotonic() - self._last_start >= _STUCK:
-                add = min(waiting, max(1, self._threads), self._size - self._threads)
-                self._threads += add
+            running = list(self._running.items())
+        computing = sum(1 for ident, since in running if not _blocked(ident, since))
+        with self._lock:
+            add = max(0, min(self._core - computing, waiting, self._size - self._threads))
+            self._threads += add
         for _ in range(add):
             self._start()
         self._timer = asyncio.get_running_loop().call_later(_STUCK, self._rescue)
@@ -149,9 +153,10 @@ class _Workers:
             self._jobs.put(None)
 
     def _work(self) -> None:
-        lock, jobs = self._lock, self._jobs
+        lock, jobs, running, me = self._lock, self._jobs, self._running, threading.get_ident()
         while True:
             with lock:
+                running.pop(me, None)
                 self._idle += 1
             try:
                 job = jobs.get(timeout=_LINGER)
@@ -170,8 +175,20 @@ class _Workers:
                     return
                 self._pending -= 1
                 closed = self._closed
-                self._last_start = time.monotonic()
+                running[me] = (time.monotonic(), time.thread_time())
             job(closed)
+
+
+def _blocked(ident: int, since: tuple[float, float]) -> bool:
+    """Whether the worker ``ident`` has been on its call for ``_STUCK`` and spent under a quarter of it on the CPU."""
+    wall = time.monotonic() - since[0]
+    if wall < _STUCK:
+        return False
+    try:
+        cpu = time.clock_gettime(time.pthread_getcpuclockid(ident)) - since[1]
+    except (AttributeError, OSError):  # no per-thread CPU clock here: a long call counts as blocked
+        return True
+    return cpu * 4 < wall
 
 
 class CallRunner:

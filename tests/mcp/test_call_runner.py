@@ -112,9 +112,9 @@ def _call_threads() -> int:
 def test_short_calls_share_the_core_workers_and_blocked_ones_are_covered_by_more(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Short calls of many sessions run on two threads (more would only fight over the GIL); calls that block
-    get workers of their own within a few tens of ms, so a short call behind them still answers at once, and
-    the extra workers end once they have had nothing to do for a while."""
+    """Calls that compute, short or long, run on two threads (more would only fight over the GIL); calls that
+    block get workers of their own within a few tens of ms, so a short call behind them still answers at once,
+    and the extra workers end once they have had nothing to do for a while."""
     from hermes_core.mcp import _runner
 
     monkeypatch.setattr(_runner, "_LINGER", 0.3)
@@ -128,6 +128,15 @@ def test_short_calls_share_the_core_workers_and_blocked_ones_are_covered_by_more
             return threading.get_ident()
 
         idents = await asyncio.gather(*(runner.run(f"s{i % 20}", short) for i in range(200)))
+        assert len(set(idents)) <= 2
+
+        def long(_token: CancelToken) -> int:  # 0.1 s or more of computing: busy, not blocked
+            until = time.thread_time() + 0.1
+            while time.thread_time() < until:
+                sum(range(1000))
+            return threading.get_ident()
+
+        idents = await asyncio.gather(*(runner.run(f"l{i}", long) for i in range(6)))
         assert len(set(idents)) <= 2
         release = threading.Event()
         started: list[int] = []
