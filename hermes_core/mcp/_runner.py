@@ -1,9 +1,9 @@
 """Where ``hermes mcp serve`` runs tool calls: a bounded pool shared fairly by the client sessions.
 
-Every call runs on a worker thread: two compute at once, and a worker blocked in its call is covered by another
-while calls wait, up to ``workers`` (see ``_Workers``). A session runs at most ``session_concurrency`` calls at once; its
-further calls wait for one of its own to end, never for other sessions' calls, so one client's long calls
-cannot delay another's short ones. Each call runs under a ``CancelToken`` of its own (``hermes_core.cancellation``,
+Every call runs on a worker thread: two compute at once, and while calls wait, a worker blocked in its call is
+covered by another, up to ``workers`` (see ``_Workers``). A session runs at most ``session_concurrency`` calls at
+once; its further calls wait for one of its own to end, never for other sessions' calls, so one client's long
+calls cannot delay another's short ones. Each call runs under a ``CancelToken`` of its own (``hermes_core.cancellation``,
 the mechanism the agent loop uses too). A call that the client cancels (``notifications/cancelled``, or a closed
 response stream) has its token cancelled: if it was still waiting its turn it never starts, a sync handler is
 interrupted (a sandboxed command is killed with its process tree on the way out), an async handler is cancelled.
@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import platform
 import queue
 import threading
 import time
@@ -30,7 +32,10 @@ T = TypeVar("T")
 
 _AFTER_LIMIT = 5.0  # seconds a call cancelled for its duration gets to report how it ended
 _CORE = 2  # workers that compute at once (see _Workers)
-_STUCK = 0.02  # seconds on one call after which a worker that mostly waited counts as blocked
+_LOOK = 0.02  # seconds between two looks at the workers while calls wait
+_STUCK = 0.1  # seconds without a worker taking a call, while calls wait, after which all count as stuck
+# the system calls a thread waits in for a lock (the GIL among them): such a worker may be computing
+_LOCK_WAITS = {"x86_64": {"202", "449"}, "aarch64": {"98", "449"}}.get(platform.machine(), set())
 _LINGER = 2.0  # seconds a worker beyond the core waits for a call before it ends
 
 
@@ -77,15 +82,16 @@ class _Gate:
 
 
 class _Workers:
-    """Daemon threads fed by one queue, at most ``size``: ``core`` of them that compute, and one more for each
-    worker blocked in its call while calls wait (it has been on the call for ``_STUCK`` seconds and used less
-    than a quarter of that time on the CPU: a sleep, a slow server, a subprocess).
+    """Daemon threads fed by one queue, at most ``size``: ``core`` of them that compute and, while calls wait
+    (looked at every ``_LOOK`` seconds), one more for each worker blocked in a system call that is not a lock's
+    (a sleep, a socket, a subprocess), or ``core`` more when no worker took a call for ``_STUCK`` seconds (all
+    stuck: on a lock, or computing for long; so that no call waits long behind others).
 
     Threads beyond the few that the GIL lets work at once fight over it: 32 workers each running a short call cost
     a fifth more CPU a call than two (context switches, GIL hand-offs; ``bench_mcp.py``, 8 sessions on
-    2026-07-28: 0.58x of the SDK's throughput against 0.70x). So short calls queue for the core workers, calls
-    that wait on I/O still run side by side (the pool grows by the blocked workers, every ``_STUCK`` while calls
-    wait), and a worker beyond the core ends after ``_LINGER`` seconds without a call. A call costs one queue put and one wake-up of the loop when it ends, where
+    2026-07-28: 0.58x of the SDK's throughput against 0.70x). So short calls that compute queue for the core
+    workers, calls that wait on I/O still run side by side, and a worker beyond the core ends after ``_LINGER``
+    seconds without a call. A call costs one queue put and one wake-up of the loop when it ends, where
     ``run_in_executor`` on a ``ThreadPoolExecutor`` with ``wait_for`` and ``shield`` around it cost ~85 us more
     (their locks, futures and callbacks are taken on the loop thread, which serves every session's HTTP as well).
     Use from one event loop."""
@@ -99,9 +105,8 @@ class _Workers:
         self._threads = 0
         self._idle = 0  # workers waiting for a job
         self._pending = 0  # jobs queued and not yet taken
-        self._running: dict[
-            int, tuple[float, float]
-        ] = {}  # worker -> when it took its job: wall, its CPU clock
+        self._running: set[int] = set()  # the workers on a job (their threads' native ids)
+        self._last_start = 0.0  # when a worker last took a job
         self._closed = False
         self._timer: asyncio.TimerHandle | None = None
 
@@ -120,7 +125,7 @@ class _Workers:
         if start:
             self._start()
         elif waits and self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(_STUCK, self._rescue)
+            self._timer = asyncio.get_running_loop().call_later(_LOOK, self._rescue)
 
     def _start(self) -> None:
         threading.Thread(target=self._work, name=self._name, daemon=True).start()
@@ -128,18 +133,24 @@ class _Workers:
     def _rescue(self) -> None:
         """(On the loop.) Jobs still wait: start one worker for each that is blocked, so ``core`` compute."""
         self._timer = None
+        now = time.monotonic()
         with self._lock:
             waiting = self._pending - self._idle
             if self._closed or waiting <= 0:
                 return
-            running = list(self._running.items())
-        computing = sum(1 for ident, since in running if not _blocked(ident, since))
+            running = list(self._running)
+            stuck = now - self._last_start >= _STUCK
+        blocked = sum(1 for tid in running if _blocked(tid))
         with self._lock:
-            add = max(0, min(self._core - computing, waiting, self._size - self._threads))
+            computing = (
+                self._threads - blocked
+            )  # (an idle worker about to take a job counts: it soon computes)
+            want = self._core if stuck else self._core - computing
+            add = max(0, min(want, waiting, self._size - self._threads))
             self._threads += add
         for _ in range(add):
             self._start()
-        self._timer = asyncio.get_running_loop().call_later(_STUCK, self._rescue)
+        self._timer = asyncio.get_running_loop().call_later(_LOOK, self._rescue)
 
     def close(self) -> None:
         """Workers end; jobs still queued answer that the server is closing instead of running."""
@@ -153,10 +164,10 @@ class _Workers:
             self._jobs.put(None)
 
     def _work(self) -> None:
-        lock, jobs, running, me = self._lock, self._jobs, self._running, threading.get_ident()
+        lock, jobs, running, me = self._lock, self._jobs, self._running, threading.get_native_id()
         while True:
             with lock:
-                running.pop(me, None)
+                running.discard(me)
                 self._idle += 1
             try:
                 job = jobs.get(timeout=_LINGER)
@@ -175,20 +186,27 @@ class _Workers:
                     return
                 self._pending -= 1
                 closed = self._closed
-                running[me] = (time.monotonic(), time.thread_time())
+                running.add(me)
+                self._last_start = time.monotonic()
             job(closed)
 
 
-def _blocked(ident: int, since: tuple[float, float]) -> bool:
-    """Whether the worker ``ident`` has been on its call for ``_STUCK`` and spent under a quarter of it on the CPU."""
-    wall = time.monotonic() - since[0]
-    if wall < _STUCK:
+def _blocked(tid: int) -> bool:
+    """Whether the thread ``tid`` of this process sleeps in a system call other than a lock's (Linux: a thread
+    that runs, in the kernel too, reads as "running")."""
+    if not _LOCK_WAITS:
         return False
     try:
-        cpu = time.clock_gettime(time.pthread_getcpuclockid(ident)) - since[1]
-    except (AttributeError, OSError):  # no per-thread CPU clock here: a long call counts as blocked
-        return True
-    return cpu * 4 < wall
+        fd = os.open(f"/proc/self/task/{tid}/syscall", os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        call = os.read(fd, 32).split(b" ", 1)[0].decode("ascii", "replace")
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return call.isdigit() and call not in _LOCK_WAITS
 
 
 class CallRunner:

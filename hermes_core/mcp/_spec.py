@@ -187,8 +187,8 @@ class ServeSettings:
     """``[mcp.serve]``: how ``hermes mcp serve`` shares itself among its clients (see ``hermes_core.mcp.server``)."""
 
     workers: int = 32
-    """Threads that run tool calls, for every client together, at most: two run short calls (more would only
-    contend for the GIL), the others start when calls wait behind blocked ones and end when idle."""
+    """Threads that run tool calls, for every client together, at most: two compute (more would only contend for
+    the GIL), the others start while calls wait behind blocked or long ones, and end when idle."""
     session_concurrency: int = 4
     """Calls one client session runs at once; its further calls wait their turn, others' never wait for them."""
     max_call_seconds: float = 600.0

@@ -105,39 +105,75 @@ def test_calls_still_queued_when_the_runner_closes_never_run() -> None:
     assert ran == []
 
 
-def _call_threads() -> int:
-    return sum(1 for t in threading.enumerate() if t.name == "hermes-mcp-call" and t.is_alive())
+def _short(_token: CancelToken) -> int:
+    sum(range(20_000))  # a little work that holds the GIL, like a read_file page
+    return threading.get_ident()
 
 
-def test_short_calls_share_the_core_workers_and_blocked_ones_are_covered_by_more(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Calls that compute, short or long, run on two threads (more would only fight over the GIL); calls that
-    block get workers of their own within a few tens of ms, so a short call behind them still answers at once,
-    and the extra workers end once they have had nothing to do for a while."""
-    from hermes_core.mcp import _runner
-
-    monkeypatch.setattr(_runner, "_LINGER", 0.3)
-    before = _call_threads()
+def test_short_calls_that_compute_share_two_workers() -> None:
+    """More threads would only fight over the GIL."""
 
     async def main() -> None:
         runner = CallRunner(workers=16, session_concurrency=4, max_call_seconds=30)
+        idents = await asyncio.gather(*(runner.run(f"s{i % 20}", _short) for i in range(1000)))
+        assert len(set(idents)) <= 3  # two, and a third if the loop held the GIL 20 ms while calls waited
+        runner.close()
 
-        def short(_token: CancelToken) -> int:
-            sum(range(20_000))  # a little work that holds the GIL, like a read_file page
-            return threading.get_ident()
+    asyncio.run(main())
 
-        idents = await asyncio.gather(*(runner.run(f"s{i % 20}", short) for i in range(200)))
-        assert len(set(idents)) <= 2
 
-        def long(_token: CancelToken) -> int:  # 0.1 s or more of computing: busy, not blocked
-            until = time.thread_time() + 0.1
-            while time.thread_time() < until:
-                sum(range(1000))
-            return threading.get_ident()
+def test_a_short_call_does_not_wait_behind_long_ones_that_compute() -> None:
+    def long(_token: CancelToken) -> None:  # 1 s of computing
+        until = time.thread_time() + 1.0
+        while time.thread_time() < until:
+            sum(range(1000))
 
-        idents = await asyncio.gather(*(runner.run(f"l{i}", long) for i in range(6)))
-        assert len(set(idents)) <= 2
+    async def main() -> float:
+        runner = CallRunner(workers=16, session_concurrency=4, max_call_seconds=30)
+        hogs = [asyncio.create_task(runner.run(f"l{i}", long)) for i in range(2)]
+        await asyncio.sleep(0.05)
+        begun = time.perf_counter()
+        await runner.run("c", _short)
+        took = time.perf_counter() - begun
+        await asyncio.gather(*hogs)
+        runner.close()
+        return took
+
+    assert (
+        asyncio.run(main()) < 0.5
+    )  # a worker came for it after a tenth of a second, not after the long ones
+
+
+def test_short_calls_that_wait_on_io_run_side_by_side() -> None:
+    at_once = [0, 0]  # now, most
+    counting = threading.Lock()
+
+    def waits_on_io(_token: CancelToken) -> None:  # a short wait in a system call, as a quick HTTP request
+        with counting:
+            at_once[0] += 1
+            at_once[1] = max(at_once)
+        time.sleep(0.01)
+        with counting:
+            at_once[0] -= 1
+
+    async def main() -> None:
+        runner = CallRunner(workers=16, session_concurrency=4, max_call_seconds=30)
+        await asyncio.gather(*(runner.run(f"io{i % 20}", waits_on_io) for i in range(300)))
+        runner.close()
+
+    asyncio.run(main())
+    assert at_once[1] >= 6
+
+
+def test_blocked_calls_each_get_a_worker_and_the_extra_workers_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A short call behind nine blocked ones still answers at once; once idle for a while the extras end."""
+    from hermes_core.mcp import _runner
+
+    monkeypatch.setattr(_runner, "_LINGER", 0.3)
+
+    async def main() -> None:
+        runner = CallRunner(workers=16, session_concurrency=4, max_call_seconds=30)
+        workers = runner._workers  # its threads (other tests' runners may still be ending theirs)
         release = threading.Event()
         started: list[int] = []
 
@@ -147,21 +183,21 @@ def test_short_calls_share_the_core_workers_and_blocked_ones_are_covered_by_more
 
         stuck = [asyncio.create_task(runner.run(f"b{i % 3}", blocked)) for i in range(9)]
         begun = time.perf_counter()
-        assert await runner.run("c", short)
+        assert await runner.run("c", _short)
         assert time.perf_counter() - begun < 1.0  # not behind the nine blocked calls
         for _ in range(100):
             if len(started) == 9:
                 break
             await asyncio.sleep(0.02)
         assert len(started) == 9  # every blocked call got a worker
-        assert _call_threads() - before >= 9
+        assert workers._threads >= 9
         release.set()
         assert await asyncio.gather(*stuck) == [True] * 9
         for _ in range(100):  # the extra workers end; the core stays
-            if _call_threads() - before <= 2:
+            if workers._threads <= 2:
                 break
             await asyncio.sleep(0.05)
-        assert _call_threads() - before <= 2
+        assert workers._threads <= 2
         runner.close()
 
     asyncio.run(main())
