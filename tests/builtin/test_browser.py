@@ -169,8 +169,13 @@ def test_links_forms_history_images_console_and_scrolling(browser: ToolSystem, s
     full = browser.call("browser_snapshot", {"full": True})
     assert "/url: /form" in full
 
+    loaded = f'1. {site.url_for("/logo.png")} alt="site logo" 4x3'
+    deadline = time.monotonic() + 15  # the page may be shown before its image is decoded (slow when loaded)
     images = browser.call("browser_get_images", {})
-    assert f'1. {site.url_for("/logo.png")} alt="site logo" 4x3' in images
+    while loaded not in images and "not loaded" in images and time.monotonic() < deadline:
+        time.sleep(0.1)
+        images = browser.call("browser_get_images", {})
+    assert loaded in images
 
     console = ""  # the uncaught error is thrown from a timer: collect until it arrives (slow when loaded)
     deadline = time.monotonic() + 15
