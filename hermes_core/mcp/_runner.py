@@ -131,7 +131,8 @@ class _Workers:
         threading.Thread(target=self._work, name=self._name, daemon=True).start()
 
     def _rescue(self) -> None:
-        """(On the loop.) Jobs still wait: start one worker for each that is blocked, so ``core`` compute."""
+        """(On the loop.) Jobs still wait: start one worker for each that is blocked, so ``core`` compute, or
+        ``core`` more when no worker took a job for ``_STUCK`` seconds."""
         self._timer = None
         now = time.monotonic()
         with self._lock:
