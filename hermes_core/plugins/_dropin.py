@@ -42,6 +42,7 @@ class ScanVerdict(NamedTuple):
     error: str | None = None
     problem: bool = False
     detail: str = ""
+    stamp: tuple[int, int] | None = None  # (st_mtime_ns, st_size) as the scan saw the file
 
 
 class SourceScan(NamedTuple):
@@ -272,7 +273,16 @@ def scan_directory(directory: Path, cache_file: Path | None) -> list[ScanVerdict
                 continue
         fresh[str(path)] = [*key, found.eligible, found.reason, found.imports_core, found.detail]
         problem = found.imports_core and not found.eligible
-        verdicts.append(ScanVerdict(path, found.eligible, found.reason, problem=problem, detail=found.detail))
+        verdicts.append(
+            ScanVerdict(
+                path,
+                found.eligible,
+                found.reason,
+                problem=problem,
+                detail=found.detail,
+                stamp=(key[0], key[1]),
+            )
+        )
 
     if cache_file is not None and (changed or len(fresh) != len(cache)):
         try:  # a cache: losing it in a crash only costs a rescan, so no fsync

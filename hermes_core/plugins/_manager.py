@@ -39,6 +39,7 @@ from ..registry import (
     provenance,
 )
 from ._dropin import ScanVerdict, scan_directory
+from ._dropin_code import CodeBundle
 from ._entrypoints import EntryPointInfo, discover
 from ._hooks import HookRunner, refusals
 from ._policy import POLICY_HOOKS, Refusal, declared_hooks, failure_mode, unmarked_hooks
@@ -310,21 +311,26 @@ class PluginHost:
 
     def load_directory(self, directory: Path, cache_dir: Path | None) -> None:
         """Import the eligible drop-in files of ``directory`` (see ``_dropin``)."""
-        cache_file = None
+        cache_file = code_file = None
         if cache_dir is not None:
             digest = blake2b(str(directory.resolve()).encode(), digest_size=8).hexdigest()
             cache_file = cache_dir / f"dropin-{digest}.json"
+            code_file = cache_dir / f"dropin-{digest}.code"
         # The files' objects live as long as the system: the cyclic collector would trace them all again at
         # each full collection while thousands load (the cost per file grew with the folder); paused meanwhile.
         paused = gc.isenabled()
         gc.disable()
         try:
-            self._load_verdicts(scan_directory(directory, cache_file))
+            verdicts = scan_directory(directory, cache_file)
+            if verdicts:
+                code = CodeBundle(code_file)
+                self._load_verdicts(verdicts, code)
+                code.save()
         finally:
             if paused:
                 gc.enable()
 
-    def _load_verdicts(self, verdicts: Iterable[ScanVerdict]) -> None:
+    def _load_verdicts(self, verdicts: Iterable[ScanVerdict], code: CodeBundle) -> None:
         for verdict in verdicts:
             name = f"dropin:{verdict.path.stem}"
             record = PluginRecord(
@@ -348,9 +354,10 @@ class PluginHost:
                 continue
             if self._record(record).status == "failed":
                 continue
-            self._exec_dropin(record, verdict.path, verdict.detail)
+            self._exec_dropin(record, verdict, code)
 
-    def _exec_dropin(self, record: PluginRecord, path: Path, detail: str = "") -> None:
+    def _exec_dropin(self, record: PluginRecord, verdict: ScanVerdict, bundle: CodeBundle) -> None:
+        path = verdict.path
         modname = f"hermes_dropin_{self._sid}.{path.stem}"
         origin = Provenance(plugin=record.name, source="drop-in")
         before = self.registry.generation
@@ -363,8 +370,12 @@ class PluginHost:
             module = importlib.util.module_from_spec(spec)
             sys.modules[modname] = module
             self._loading = record.name
+            # the code as the import system would compile it, kept in one file for all drop-ins
+            code = bundle.code(path, verdict.stamp, spec.loader, modname)  # type: ignore[arg-type]
+            if code is None:
+                raise ImportError(f"cannot load {path}")
             with bound_registry(self.registry), provenance(origin):
-                spec.loader.exec_module(module)
+                exec(code, module.__dict__)
         except (Exception, SystemExit) as err:
             record.import_ms = (time.perf_counter() - start) * 1000
             sys.modules.pop(modname, None)
@@ -383,7 +394,7 @@ class PluginHost:
             self._say_unmarked(record)
             if not (record.tools or record.refused or record.unmarked):
                 record.note = "imported, but it registered no tool and implements no hook" + (
-                    f" ({detail})" if detail else ""
+                    f" ({verdict.detail})" if verdict.detail else ""
                 )
 
     def add_plugin(self, plugin: object, name: str | None = None) -> PluginRecord:

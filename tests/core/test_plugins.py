@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -120,6 +121,76 @@ def test_scan_cache_makes_warm_scans_parse_nothing(tmp_path: Path, monkeypatch: 
     assert not scan_directory(plugins, cache)[0].eligible
     cache.write_text("not json")
     assert len(scan_directory(plugins, cache)) == 5
+
+
+def _bundle(home: Path) -> Path:
+    (found,) = (home / "cache").glob("dropin-*.code")
+    return found
+
+
+def test_warm_starts_run_drop_ins_from_one_code_bundle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.dont_write_bytecode", False)
+    home = Path(os.environ["HERMES_HOME"])
+    plugins = tmp_path / "plugins"
+    for i in range(3):
+        write(plugins / f"p{i}.py", TOOL_FILE.format(name=f"add{i}", toolset="math"))
+    assert (
+        ToolSystem.load(plugins_dir=plugins, load_entry_points=False).call("add0", '{"a": 2, "b": 3}') == "5"
+    )
+    bundle = _bundle(home)
+    written = bundle.stat().st_mtime_ns
+    # no .pyc is read or written once the bundle holds the code
+    shutil.rmtree(plugins / "__pycache__")
+    system = ToolSystem.load(plugins_dir=plugins, load_entry_points=False)
+    assert system.call("add2", '{"a": 1, "b": 1}') == "2"
+    assert not (plugins / "__pycache__").exists()
+    assert bundle.stat().st_mtime_ns == written  # nothing changed: not rewritten
+    assert (system.registry["add1"].plugin, system.registry["add1"].source) == ("dropin:p1", "drop-in")
+
+
+def test_an_edited_drop_in_runs_its_new_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.dont_write_bytecode", False)
+    home = Path(os.environ["HERMES_HOME"])
+    plugins = tmp_path / "plugins"
+    path = write(plugins / "adder.py", TOOL_FILE.format(name="add", toolset="math"))
+    assert (
+        ToolSystem.load(plugins_dir=plugins, load_entry_points=False).call("add", '{"a": 2, "b": 3}') == "5"
+    )
+    # the same size and a later mtime: only the stamp tells the edit apart
+    path.write_text(path.read_text().replace("return a + b", "return a * b"))
+    stamp = path.stat()
+    os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 1_000_000_000))
+    assert (
+        ToolSystem.load(plugins_dir=plugins, load_entry_points=False).call("add", '{"a": 2, "b": 3}') == "6"
+    )
+    # a deleted file leaves the bundle; a torn bundle or another interpreter's is compiled again
+    write(plugins / "gone.py", TOOL_FILE.format(name="gone", toolset="math"))
+    ToolSystem.load(plugins_dir=plugins, load_entry_points=False)
+    (plugins / "gone.py").unlink()
+    ToolSystem.load(plugins_dir=plugins, load_entry_points=False)
+    assert b"gone.py" not in _bundle(home).read_bytes()
+    bundle = _bundle(home)
+    for damaged in (
+        bundle.read_bytes()[:-40],
+        b"hermes-dropin-code 1\n" + b"\x00" * 4 + bundle.read_bytes()[25:],
+    ):
+        bundle.write_bytes(damaged)
+        system = ToolSystem.load(plugins_dir=plugins, load_entry_points=False)
+        assert system.call("add", '{"a": 2, "b": 3}') == "6"
+        assert _bundle(home).read_bytes() != damaged  # written again, whole
+
+
+def test_no_code_bundle_is_written_without_bytecode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.dont_write_bytecode", True)
+    home = Path(os.environ["HERMES_HOME"])
+    plugins = tmp_path / "plugins"
+    write(plugins / "adder.py", TOOL_FILE.format(name="add", toolset="math"))
+    assert (
+        ToolSystem.load(plugins_dir=plugins, load_entry_points=False).call("add", '{"a": 2, "b": 3}') == "5"
+    )
+    assert not list((home / "cache").glob("dropin-*.code"))
 
 
 def test_two_systems_load_the_same_folder_independently(tmp_path: Path) -> None:
