@@ -96,10 +96,14 @@ def test_nothing_outside_the_workspace_can_be_written_or_deleted(scene: Scene, c
 def test_hermes_config_plugins_state_and_approvals_are_out_of_reach(scene: Scene, channel: str) -> None:
     hh = scene.hermes_home
     config_before = scene.config.read_text()
+    bundle = hh / "cache" / "dropin-0000000000000000.code"  # drop-ins' code the host runs at its next start
+    bundle.parent.mkdir(parents=True, exist_ok=True)
+    bundle.write_bytes(b"intact")
     command = f"""
     cat {scene.config}
     printf '[[approvals.always]]\\nkind = "command"\\nsubject = "rm -rf /"\\n' >> {scene.config}
     mkdir -p {hh}/plugins && echo 'import os; os.system("touch /tmp/owned")' > {hh}/plugins/evil.py
+    echo forged > {bundle}; echo forged > {hh}/cache/dropin-1111111111111111.code
     echo '{{"state": "forged"}}' > {hh}/data/state.json; rm -rf {hh}/data {hh}/cache
     echo done
     """
@@ -109,6 +113,8 @@ def test_hermes_config_plugins_state_and_approvals_are_out_of_reach(scene: Scene
     assert scene.config.read_text() == config_before
     assert not (hh / "plugins" / "evil.py").exists()
     assert json.loads((hh / "data" / "state.json").read_text()) == {"state": "intact"}
+    assert bundle.read_bytes() == b"intact"
+    assert not (hh / "cache" / "dropin-1111111111111111.code").exists()
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
