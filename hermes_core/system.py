@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from . import paths
 from ._log import get_logger
@@ -18,9 +18,12 @@ from .plugins._hooks import HookRunner
 from .registry import ToolEntry, ToolRegistry
 from .schema import SchemaChecker
 from .selection import ALL, Availability, Names, Selector, Toolsets, names_key
-from .selection.deferral import Deferral, LoadedTools, SearchResult, SearchSettings
+from .selection.deferral import Deferral, LoadedTools, SearchSettings
 from .session import Session, Sessions
 from .stash import Stash
+
+if TYPE_CHECKING:
+    from .selection import SearchResult
 
 __all__ = ["ToolSystem"]
 

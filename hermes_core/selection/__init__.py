@@ -15,15 +15,14 @@ from .deferral import (
     SEARCH_TOOL,
     Deferral,
     LoadedTools,
-    SearchResult,
     SearchSettings,
-    ToolMatch,
     estimate_tokens,
 )
 from .selector import Names, Selection, Selector, names_key
 from .toolsets import ALL, CompositeToolset, ToolsetError, Toolsets, UnknownToolsetError
 
 if TYPE_CHECKING:
+    from ._search_result import SearchResult, ToolMatch
     from .ranking import BM25Ranker, Ranker, RankerFactory, ToolDoc
 
 __all__ = [
@@ -56,9 +55,14 @@ _RANKING = ("BM25Ranker", "Ranker", "RankerFactory", "ToolDoc")
 
 
 def __getattr__(name: str) -> object:
-    """The ranking names on first use: only a search ranks, and definitions should not pay for its import."""
+    """The ranking and search-result names on first use: only a search needs them, and definitions should not
+    pay for their import."""
     if name in _RANKING:
         from . import ranking
 
         return getattr(ranking, name)
+    if name in ("SearchResult", "ToolMatch"):
+        from . import _search_result
+
+        return getattr(_search_result, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,7 +28,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._log import get_logger
@@ -36,6 +36,7 @@ from .._log import get_logger
 if TYPE_CHECKING:
     from ..config import Config
     from ..registry import ToolEntry
+    from ._search_result import SearchResult, ToolMatch
     from .ranking import Ranker, RankerFactory, ToolDoc
     from .selector import Selection, Selector
 
@@ -69,7 +70,6 @@ SEARCH_MODES = ("auto", "on", "off")
 DEFAULT_BUDGET = 4_000
 DEFAULT_CORE = ("hermes-core",)
 MAX_LOADED = 64  # names a session remembers as loaded (how many are sent is the budget's business)
-DEFINITIONS_IN_RESULT = 6_000  # characters of parameter schemas a search result carries at most
 _SEARCH_TOOL_TOKENS = 250  # room kept for the search tool's definition when sizing the core
 _CACHED_STATES = 8
 
@@ -176,61 +176,6 @@ class LoadedTools:
             "selected": self.selected,
             "direct_calls": self.direct_calls,
         }
-
-
-@dataclass(slots=True)
-class ToolMatch:
-    """One tool a search found: its name, a one-line summary, the score, toolset and registered schema."""
-
-    name: str
-    summary: str
-    score: float
-    toolset: str
-    schema: dict[str, Any]
-
-    def as_dict(self, definition: bool = True) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "summary": self.summary}
-        if definition:
-            out["definition"] = self.schema
-        return out
-
-
-@dataclass(slots=True)
-class SearchResult:
-    """What ``tool_search`` found: ``matches`` best first, ``loaded`` (newly), ``unknown`` names of a ``select:``,
-    ``searchable`` (how many tools the query ran over) and ``elapsed_ms`` (the ranking alone)."""
-
-    query: str
-    matches: list[ToolMatch] = field(default_factory=list)
-    loaded: list[str] = field(default_factory=list)
-    unknown: list[str] = field(default_factory=list)
-    searchable: int = 0
-    elapsed_ms: float = 0.0
-
-    def message(self, definitions: bool = True, max_chars: int = DEFINITIONS_IN_RESULT) -> dict[str, Any]:
-        """The result as the model reads it: names and summaries, and the parameters of the best matches as long
-        as they fit in ``max_chars`` (every loaded tool is sent in full with the next turn anyway)."""
-        tools = []
-        room = max_chars if definitions else 0
-        for match in self.matches:
-            item: dict[str, Any] = {"name": match.name, "summary": match.summary}
-            params = match.schema.get("parameters")
-            size = len(json.dumps(params, ensure_ascii=False)) if room and params is not None else 0
-            if params is not None and 0 < size <= room:
-                item["parameters"] = params
-                room -= size
-            tools.append(item)
-        out: dict[str, Any] = {"tools": tools}
-        if self.unknown:
-            out["unknown"] = self.unknown
-        if self.matches:
-            out["note"] = "These tools are loaded: call them by name from your next step on."
-        else:
-            out["note"] = (
-                f"No tool matched among {self.searchable} searchable tools; try other words "
-                "(what the tool acts on, the service's name) or 'select:NAME' for a tool you know."
-            )
-        return out
 
 
 def summary_of(description: str, limit: int = 160) -> str:
@@ -609,6 +554,8 @@ class Deferral:
         into ``loaded`` (None: only look). ``everything`` ranks every tool of the selection, core included."""
         state = self.state(available)
         pool = frozenset(state.order) if everything else state.deferrable
+        from ._search_result import SearchResult, ToolMatch
+
         result = SearchResult(query=query, searchable=len(pool))
         text = query.strip()
         started = time.perf_counter()
@@ -680,3 +627,12 @@ class _Fused:
             except Exception:
                 log.exception("ranker %r failed for %r (left out of the fusion)", ranker, query)
         return fuse(answers, limit)
+
+
+def __getattr__(name: str) -> object:
+    """``SearchResult`` and ``ToolMatch`` on first use (see ``_search_result``)."""
+    if name in ("SearchResult", "ToolMatch"):
+        from . import _search_result
+
+        return getattr(_search_result, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
