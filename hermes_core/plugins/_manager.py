@@ -27,6 +27,7 @@ import pluggy
 from .. import hookspecs
 from .._blake import blake2b
 from .._log import get_logger
+from .._registry import registering
 from .._trace import trace
 from ..registry import (
     Provenance,
@@ -34,9 +35,7 @@ from ..registry import (
     ReservedToolName,
     ToolEntry,
     ToolRegistry,
-    bound_registry,
     current_provenance,
-    provenance,
 )
 from ._dropin import ScanVerdict, scan_directory
 from ._dropin_code import CodeBundle
@@ -374,7 +373,7 @@ class PluginHost:
             code = bundle.code(path, verdict.stamp, spec.loader, modname)  # type: ignore[arg-type]
             if code is None:
                 raise ImportError(f"cannot load {path}")
-            with bound_registry(self.registry), provenance(origin):
+            with registering(self.registry, origin):
                 exec(code, module.__dict__)
         except (Exception, SystemExit) as err:
             record.import_ms = (time.perf_counter() - start) * 1000
@@ -387,7 +386,9 @@ class PluginHost:
         record.import_ms = (time.perf_counter() - start) * 1000
         record.tools = [e.name for e in self.registry.entries_of(record.name)]
         marker = f"{hookspecs.PROJECT}_impl"
-        if any(hasattr(value, marker) for value in vars(module).values()):
+        # only functions can be hook implementations (pluggy looks at nothing else): asking a module that
+        # forwards its attributes, such as hermes_core.registry, costs more than the rest of the check
+        if any(callable(value) and hasattr(value, marker) for value in vars(module).values()):
             self._add_to_pm(record, module)
         else:
             record.unmarked = unmarked_hooks(module)
@@ -429,7 +430,7 @@ class PluginHost:
         before = self.registry.generation
         self._loading = plugin_name
         try:
-            with bound_registry(self.registry), provenance(origin):
+            with registering(self.registry, origin):
                 yield
         except Exception:
             self._rollback(plugin_name, before)
