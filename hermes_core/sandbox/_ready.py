@@ -17,10 +17,12 @@ without walls (it fails with the reason instead).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,9 @@ _OWN_FILES = (
     "_settings.py",
 )
 _INSTALL = "install bubblewrap (Debian/Ubuntu: apt install bubblewrap)"
+_RECENT_SECONDS = 1.0
+# system -> (the sandbox was loaded, when, its answer)
+_recent: weakref.WeakKeyDictionary[Any, tuple[bool, float, Readiness]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +89,24 @@ def readiness(owner: Any) -> Readiness:
     cache_dir = getattr(owner, "cache_dir", None)
     if cache_dir is None or hasattr(owner, "call_id"):
         return assess(owner)
-    cache = Path(cache_dir) / _CACHE_NAME
+    # the checks of one selection (execute_code, terminal, process) ask within milliseconds of each other, and
+    # working out the key costs ~0.7 ms: an answer is reused for a second while the sandbox stays (un)loaded
+    loaded = _SANDBOX_MODULE in sys.modules
+    now = time.monotonic()
+    try:
+        seen = _recent.get(owner)
+    except TypeError:  # an owner that cannot be weakly referenced: asked anew each time
+        seen = None
+    if seen is not None and seen[0] == loaded and now - seen[1] < _RECENT_SECONDS:
+        return seen[2]
+    ready = _system_readiness(owner, Path(cache_dir))
+    with contextlib.suppress(TypeError):
+        _recent[owner] = (_SANDBOX_MODULE in sys.modules, now, ready)
+    return ready
+
+
+def _system_readiness(owner: Any, cache_dir: Path) -> Readiness:
+    cache = cache_dir / _CACHE_NAME
     try:
         key = cache_key(owner)
     except (OSError, TypeError, ValueError):

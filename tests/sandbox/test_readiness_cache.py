@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,49 @@ def test_an_answer_older_than_an_hour_is_probed_again(tmp_path: Path, fake_path:
     data = json.loads(_cache(tmp_path).read_text())
     _tamper(tmp_path, ok=False, reason="the kept answer", fix="", at=float(data["at"]) - 3601)
     assert _ask(tmp_path, fake_path)["ok"] is True
+
+
+def test_the_checks_of_one_selection_share_one_answer_for_a_second(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """execute_code, terminal and process ask within milliseconds: the key is worked out once for them."""
+    import hermes_builtin.plugin
+    import hermes_core.sandbox._ready as ready_module
+    from hermes_core import ToolSystem
+    from hermes_core.sandbox import readiness
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    system = ToolSystem.load(
+        load_entry_points=False, plugins_dir=False, plugins=[hermes_builtin.plugin], workspace=workspace
+    )
+    keys: list[str] = []
+    real_key = ready_module.cache_key
+
+    def counted(owner: object) -> str:
+        keys.append(real_key(owner))
+        return keys[-1]
+
+    monkeypatch.setattr(ready_module, "cache_key", counted)
+    clock = [1000.0]
+    monkeypatch.setattr(ready_module.time, "monotonic", lambda: clock[0])
+    # whether "the sandbox is loaded" is read from a stand-in module, which the test loads when it chooses
+    fake = "hermes_test_stand_in_sandbox"
+    monkeypatch.setattr(ready_module, "_SANDBOX_MODULE", fake)
+    try:
+        first = readiness(system)
+        assert readiness(system) is first and len(keys) == 1
+        clock[0] += 1.5  # a second later the key is worked out again
+        assert readiness(system) == first and len(keys) == 2
+        other = ToolSystem.load(
+            load_entry_points=False, plugins_dir=False, plugins=[hermes_builtin.plugin], workspace=workspace
+        )
+        readiness(other)  # another system has answers of its own
+        assert len(keys) == 3
+        other.close()
+        # the sandbox loaded since (a command ran): that process works the answer out itself, at once
+        monkeypatch.setitem(sys.modules, fake, types.ModuleType(fake))
+        assert readiness(system) == first and len(keys) == 4
+        assert readiness(system) == first and len(keys) == 4
+    finally:
+        system.close()
