@@ -89,10 +89,15 @@ class Toolsets:
                 plugin=plugin,
             )
         with self._lock:
-            atomic = self._registry.toolsets()
+            atomic: Mapping[str, Any] | None = (
+                None  # the registry's toolsets, listed only when an include needs them
+            )
             for inc in comp.includes:
-                known = inc in (ALL, name) or inc in atomic or inc in self._composites
-                if not known and not inc.startswith("mcp-"):  # MCP toolsets may not be connected yet
+                if inc in (ALL, name) or inc in self._composites:
+                    continue
+                if atomic is None:
+                    atomic = self._registry.toolsets()
+                if inc not in atomic and not inc.startswith("mcp-"):  # MCP toolsets may not be connected yet
                     raise ToolsetError(
                         f"toolset {name!r} includes unknown toolset {inc!r}{self._suggest(inc, atomic)}"
                     )
