@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ._fts5 import fts5_available
+
 if TYPE_CHECKING:
     import sqlite3
 
@@ -40,7 +42,6 @@ DB_RELATIVE = Path("session_search") / "sessions.db"
 MAX_MESSAGE_CHARS = 100_000
 _TOKEN = re.compile(r'"([^"]*)"?|(\S+)')
 _WORD = re.compile(r"\w", re.UNICODE)
-_fts5: bool | None = None
 
 
 class QueryError(ValueError):
@@ -54,27 +55,6 @@ class SearchHit(NamedTuple):
     role: str
     timestamp: float
     snippet: str
-
-
-def fts5_available() -> bool:
-    """Whether this Python's SQLite has FTS5 (checked once per process)."""
-    global _fts5
-    if _fts5 is None:
-        try:  # the C module alone: the check needs no adapters, and sqlite3's import pulls in datetime
-            import _sqlite3 as sqlite3
-        except ImportError:
-            import sqlite3  # type: ignore[no-redef]
-
-        try:
-            conn = sqlite3.connect(":memory:")
-            try:
-                conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
-                _fts5 = True
-            finally:
-                conn.close()
-        except sqlite3.Error:
-            _fts5 = False
-    return _fts5
 
 
 def _quote(term: str) -> str:

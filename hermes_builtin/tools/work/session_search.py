@@ -35,7 +35,7 @@ SCHEMA: dict[str, Any] = {
 
 
 def _check() -> bool:
-    from hermes_builtin.sessions import fts5_available
+    from hermes_builtin._fts5 import fts5_available
 
     return fts5_available()
 
