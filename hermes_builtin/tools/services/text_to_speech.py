@@ -17,7 +17,6 @@ Configuration (``[plugins.tts]``)::
 from __future__ import annotations
 
 import re
-import struct
 from typing import TYPE_CHECKING, Any
 
 from hermes_core import CallContext, ToolError, ToolRegistry, Unavailable
@@ -99,17 +98,21 @@ def check(system: ToolSystem) -> tuple[bool, str] | Unavailable:
     return False, f'[plugins.tts] provider {provider!r} is not supported; use "espeak" or "openai"'
 
 
+def _u32(value: int) -> bytes:
+    return value.to_bytes(4, "little")
+
+
 def fix_wav_header(data: bytes) -> bytes:
     """Set the RIFF and data chunk sizes of a streamed WAV (espeak-ng writes placeholders to a pipe)."""
     if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
         raise ToolError("espeak-ng did not produce a WAV stream")
     out = bytearray(data)
-    struct.pack_into("<I", out, 4, len(out) - 8)
+    out[4:8] = _u32(len(out) - 8)
     pos = 12
     while pos + 8 <= len(out):
-        chunk, size = out[pos : pos + 4], struct.unpack_from("<I", out, pos + 4)[0]
+        chunk, size = out[pos : pos + 4], int.from_bytes(out[pos + 4 : pos + 8], "little")
         if chunk == b"data":
-            struct.pack_into("<I", out, pos + 4, len(out) - pos - 8)
+            out[pos + 4 : pos + 8] = _u32(len(out) - pos - 8)
             return bytes(out)
         pos += 8 + size + (size & 1)
     raise ToolError("espeak-ng produced a WAV stream without audio data")
@@ -119,9 +122,9 @@ def wav_seconds(data: bytes) -> float | None:
     """The duration of a PCM WAV file, from its fmt and data chunks."""
     pos, rate, size = 12, 0, None
     while pos + 8 <= len(data):
-        chunk, length = data[pos : pos + 4], struct.unpack_from("<I", data, pos + 4)[0]
-        if chunk == b"fmt " and length >= 16:
-            rate = struct.unpack_from("<I", data, pos + 16)[0]  # bytes per second
+        chunk, length = data[pos : pos + 4], int.from_bytes(data[pos + 4 : pos + 8], "little")
+        if chunk == b"fmt " and length >= 16 and pos + 20 <= len(data):
+            rate = int.from_bytes(data[pos + 16 : pos + 20], "little")  # bytes per second
         elif chunk == b"data":
             size = length
             break
