@@ -19,12 +19,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import queue
 import threading
 import weakref
 from collections.abc import Callable, Coroutine, Iterator
 from contextvars import ContextVar, copy_context
 from typing import Any, TypeVar
+
+try:  # the C queue alone: queue.py (with heapq) costs ~0.5 ms of every start-up, for a class it re-exports
+    from _queue import Empty, SimpleQueue
+except ImportError:  # an interpreter without the C module
+    from queue import Empty, SimpleQueue  # type: ignore[assignment]
 
 from .._log import get_logger
 
@@ -282,7 +286,7 @@ class _Workers:
     def __init__(self, keep: int = 8, idle_seconds: float = 60.0) -> None:
         self._keep = keep
         self._idle_seconds = idle_seconds
-        self._idle: list[queue.SimpleQueue[_Job]] = []
+        self._idle: list[SimpleQueue[_Job]] = []
         self._lock = threading.Lock()
 
     def start(self, job: _Job) -> None:
@@ -294,7 +298,7 @@ class _Workers:
             threading.Thread(target=self._serve, args=(job,), name="hermes-run-worker", daemon=True).start()
 
     def _serve(self, job: _Job) -> None:
-        inbox: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        inbox: SimpleQueue[_Job] = SimpleQueue()
         while True:
             job.run()
             with self._lock:
@@ -303,7 +307,7 @@ class _Workers:
                 self._idle.append(inbox)
             try:
                 job = inbox.get(timeout=self._idle_seconds)
-            except queue.Empty:
+            except Empty:
                 with self._lock:
                     if inbox in self._idle:
                         self._idle.remove(inbox)
