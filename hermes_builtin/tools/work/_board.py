@@ -21,27 +21,33 @@ from typing import TYPE_CHECKING, Any
 
 import hermes_core.stores as stores
 
+from ._board_terms import (
+    CLOSED,
+    DEFAULT_LEASE,
+    LINK_KINDS,
+    MAX_ATTACHMENT,
+    OPEN,
+    STATUSES,
+    BoardError,
+    ClaimLost,
+)
+
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine, MetaData, Table
 
     from hermes_core import Host
 
-__all__ = ["CLOSED", "LINK_KINDS", "OPEN", "STATUSES", "Board", "BoardError", "ClaimLost"]
-
-STATUSES = ("todo", "in_progress", "blocked", "review", "done", "cancelled")
-OPEN = ("todo", "in_progress", "blocked", "review")
-CLOSED = ("done", "cancelled")
-LINK_KINDS = ("depends_on", "relates_to", "duplicates")
-DEFAULT_LEASE = 600.0
-MAX_ATTACHMENT = 1_000_000
-
-
-class BoardError(ValueError):
-    """A request the board refuses; the message says why and what to do."""
-
-
-class ClaimLost(BoardError):
-    """The caller's claim is gone: its lease ran out and another worker claimed the task (or it was released)."""
+__all__ = [
+    "CLOSED",
+    "DEFAULT_LEASE",
+    "LINK_KINDS",
+    "MAX_ATTACHMENT",
+    "OPEN",
+    "STATUSES",
+    "Board",
+    "BoardError",
+    "ClaimLost",
+]
 
 
 def _metadata() -> tuple[MetaData, dict[str, Table]]:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_core import CallContext, ToolError, ToolRegistry
 
-from ._board import DEFAULT_LEASE, LINK_KINDS, STATUSES, Board, BoardError
+from ._board_terms import DEFAULT_LEASE, LINK_KINDS, STATUSES, BoardError
 
 TOOLSET = "kanban"
 MAX_TITLE = 200
@@ -28,6 +28,8 @@ CLAIMS_KEY = "kanban.claims"  # session stash: {(board url, task id): fence}
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from ._board import Board
 
 _AGENT = {"type": "string", "maxLength": 64, "description": "Your worker name (default: your session id)."}
 _TASK = {"type": "integer", "minimum": 1}
@@ -152,6 +154,8 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 
 
 def _board(context: CallContext) -> Board:
+    from ._board import Board  # the store and its SQL layer load with the first call
+
     assert context.host is not None
     return Board.for_system(context.host)
 
@@ -370,7 +374,7 @@ def kanban_comment(task_id: int, body: str, agent: str | None = None, *, context
 def kanban_attach(task_id: int, path: str, agent: str | None = None, *, context: CallContext) -> str:
     from pathlib import Path
 
-    from ._board import MAX_ATTACHMENT
+    from ._board_terms import MAX_ATTACHMENT
 
     resolved = context.guard_path(path, "read")
     file = Path(resolved)
