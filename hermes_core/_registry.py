@@ -216,6 +216,8 @@ class ToolEntry:
 FIELDS = tuple(f.name for f in fields(ToolEntry) if f.init)
 """The fields ``register`` takes, besides ``replace``; the first ``POSITIONAL`` may also come by position."""
 POSITIONAL = 11  # name ... dynamic_schema_overrides: the positional order registrations have always had
+_FIELD_SET = frozenset(FIELDS)
+_REQUIRED_SET = frozenset(FIELDS[:4])  # name, toolset, schema, handler
 
 
 def _check_shape(name: object, toolset: object, schema: object, handler: object) -> None:
@@ -282,9 +284,9 @@ class ToolRegistry:
                 raise InvalidSchemaError(f"register got {', '.join(twice)} both by position and by name")
             fields.update(zip(FIELDS, args, strict=False))
         name = fields.get("name")
-        unknown = sorted(set(fields) - set(FIELDS))
-        missing = [f for f in ("name", "toolset", "schema", "handler") if f not in fields]
-        if unknown or missing:
+        if not (fields.keys() <= _FIELD_SET and fields.keys() >= _REQUIRED_SET):
+            unknown = sorted(fields.keys() - _FIELD_SET)
+            missing = [f for f in FIELDS[:4] if f not in fields]
             problem = f"unknown field(s) {unknown}" if unknown else f"missing {', '.join(missing)}"
             raise InvalidSchemaError(
                 f"tool {name!r}: {problem}; register takes {', '.join(FIELDS)} and replace"
