@@ -438,7 +438,7 @@ def bound_registry(target: ToolRegistry) -> Iterator[ToolRegistry]:
         _bound.reset(token)
 
 
-class registering:
+class PluginScope:
     """``bound_registry(registry)`` and ``provenance(origin)`` in one block: what the plugin host enters for each
     plugin it loads (a class, not two generator context managers: ~7 us less per drop-in file)."""
 

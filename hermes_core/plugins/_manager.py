@@ -27,7 +27,7 @@ import pluggy
 from .. import hookspecs
 from .._blake import blake2b
 from .._log import get_logger
-from .._registry import registering
+from .._registry import PluginScope
 from .._trace import trace
 from ..registry import (
     Provenance,
@@ -373,7 +373,7 @@ class PluginHost:
             code = bundle.code(path, verdict.stamp, spec.loader, modname)  # type: ignore[arg-type]
             if code is None:
                 raise ImportError(f"cannot load {path}")
-            with registering(self.registry, origin):
+            with PluginScope(self.registry, origin):
                 exec(code, module.__dict__)
         except (Exception, SystemExit) as err:
             record.import_ms = (time.perf_counter() - start) * 1000
@@ -430,7 +430,7 @@ class PluginHost:
         before = self.registry.generation
         self._loading = plugin_name
         try:
-            with registering(self.registry, origin):
+            with PluginScope(self.registry, origin):
                 yield
         except Exception:
             self._rollback(plugin_name, before)

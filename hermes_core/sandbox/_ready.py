@@ -12,7 +12,8 @@ made, the ``bwrap`` binary found on ``PATH`` (path, inode, size, mode, mtime) an
 A changed key, or an answer older than an hour, probes again; so does any process that has loaded the sandbox
 (it ran a command): there the answer is cheap, and it replaces a kept one that differs. A command that runs
 builds its walls itself all the same, so a stale answer can only hide or show a tool, never run a command
-without walls (it fails with the reason instead).
+without walls (it fails with the reason instead). Within a process, a system's answer is reused for a second (the
+checks of one selection ask within milliseconds), unless the sandbox was loaded since.
 """
 
 from __future__ import annotations
