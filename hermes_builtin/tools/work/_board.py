@@ -37,17 +37,7 @@ if TYPE_CHECKING:
 
     from hermes_core import Host
 
-__all__ = [
-    "CLOSED",
-    "DEFAULT_LEASE",
-    "LINK_KINDS",
-    "MAX_ATTACHMENT",
-    "OPEN",
-    "STATUSES",
-    "Board",
-    "BoardError",
-    "ClaimLost",
-]
+__all__ = ["CLOSED", "LINK_KINDS", "OPEN", "STATUSES", "Board", "BoardError", "ClaimLost"]
 
 
 def _metadata() -> tuple[MetaData, dict[str, Table]]:
