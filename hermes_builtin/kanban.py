@@ -29,7 +29,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .tools.work._board import DEFAULT_LEASE, Board, BoardError, ClaimLost
+from .tools.work._board import Board, BoardError, ClaimLost
+from .tools.work._board_terms import DEFAULT_LEASE
 from .tools.work.kanban import CLAIMS_KEY
 
 if TYPE_CHECKING:
