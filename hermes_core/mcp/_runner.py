@@ -143,9 +143,8 @@ class _Workers:
             stuck = now - self._last_start >= _STUCK
         blocked = sum(1 for tid in running if _blocked(tid))
         with self._lock:
-            computing = (
-                self._threads - blocked
-            )  # (an idle worker about to take a job counts: it soon computes)
+            # an idle worker about to take a job counts as computing: it soon will
+            computing = self._threads - blocked
             want = self._core if stuck else self._core - computing
             add = max(0, min(want, waiting, self._size - self._threads))
             self._threads += add
